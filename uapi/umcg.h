@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note OR MIT */
+/*
+ * umcg.h - the one ABI header of umcg: user-managed concurrency groups.
+ *
+ * Shared, never copied, by the kernel module (kmod/), the sched_ext
+ * scheduler (bpf/) and the library (libumcg/).  Rules, as for any uapi
+ * header: only fixed-width __u32/__u64 fields, naturally aligned, explicit
+ * padding that must be zero, no enums, bitfields, pointers or "long".
+ *
+ * Extension is by size, never by version field: every argument struct starts
+ * with a published size (UMCG_*_SIZE_VER0).  The size a caller was built
+ * with travels in _IOC_SIZE() of the ioctl number; the module reads it with
+ * copy_struct_from_user(), so a newer caller's trailing fields must be zero
+ * (-E2BIG otherwise) and an older caller's missing fields read as zero.
+ *
+ * Kernel-side errors: unknown flags, non-zero pad or reserved fields, a size
+ * below VER0: -EINVAL.  Unknown trailing bytes: -E2BIG.  Unknown command:
+ * -ENOTTY.
+ *
+ * "r", "w", "r/w" tags on fields are from the kernel's point of view.
+ */
+#ifndef _UAPI_UMCG_H
+#define _UAPI_UMCG_H
+
+#include <linux/types.h>
+#include <linux/ioctl.h>
+
+/* Version of this header's ABI; reported by UMCG_IOC_GET_INFO. */
+#define UMCG_API_VERSION	0
+
+/* The misc device the module creates. */
+#define UMCG_DEVICE_NAME	"umcg"
+#define UMCG_DEVICE_PATH	"/dev/umcg"
+
+/* sched_ext scheduler name, as in /sys/kernel/sched_ext/root/ops. */
+#define UMCG_SCX_OPS_NAME	"umcg"
+
+/*
+ * Per-thread state word.
+ *
+ * Bits 0-7 hold the state, bits 8-15 flags, bits 16-31 are reserved and
+ * must be zero.  The state machine, with who makes each move:
+ *
+ *   NEW      -> RUNNABLE   library: thread registered, handed to the policy
+ *   RUNNABLE -> RUNNING    library: the policy picked it for a core
+ *   RUNNING  -> BLOCKED    kernel:  the thread blocked in the kernel
+ *   BLOCKED  -> RUNNABLE   kernel:  the blocking call completed (C3: it runs
+ *                                   no user code until picked again)
+ *   RUNNING  -> RUNNABLE   library: yield, or preemption (UMCG_TF_PREEMPT)
+ *   RUNNING  -> PARKED     library: park; PARKED -> RUNNABLE on unpark
+ *   any      -> DONE       library or kernel: the thread exited
+ */
+#define UMCG_TASK_NEW		0x00U
+#define UMCG_TASK_RUNNABLE	0x01U
+#define UMCG_TASK_RUNNING	0x02U
+#define UMCG_TASK_BLOCKED	0x03U
+#define UMCG_TASK_PARKED	0x04U
+#define UMCG_TASK_DONE		0x05U
+#define UMCG_TASK_STATE_MASK	0x000000ffU
+
+/* Preemption requested: leave the core at the next safe point. */
+#define UMCG_TF_PREEMPT		0x00000100U
+/* Unpark permit: an unpark that arrived before the park (C5). */
+#define UMCG_TF_PERMIT		0x00000200U
+#define UMCG_TF_MASK		0x0000ff00U
+
+#define UMCG_TASK_RESERVED_MASK	0xffff0000U
+
+#define UMCG_TASK_ALIGN		64
+
+/**
+ * struct umcg_task - per-thread state shared by libumcg and the kernel side
+ * @state:      r/w: UMCG_TASK_* | UMCG_TF_*; the futex word for hand-off
+ * @server_tid: r: tid of the server whose core this thread uses, 0 if none
+ * @next_tid:   r: directed-switch target set by the library, 0 if none
+ * @cpu:        w: the CPU this thread last ran on
+ * @blocked_ns: w: CLOCK_MONOTONIC time of the last RUNNING -> BLOCKED
+ * @woken_ns:   w: CLOCK_MONOTONIC time of the last BLOCKED -> RUNNABLE
+ * @seq:        w: incremented on every state change made by the kernel
+ * @reserved:   must be zero
+ *
+ * One per thread, UMCG_TASK_ALIGN-aligned so that no two threads' words
+ * share a cache line.  The kernel side owns the memory (mmap of the device
+ * or a BPF map), so its hooks never fault on user memory.
+ */
+struct umcg_task {
+	__u32	state;
+	__u32	server_tid;
+	__u32	next_tid;
+	__u32	cpu;
+	__u64	blocked_ns;
+	__u64	woken_ns;
+	__u64	seq;
+	__u64	reserved[3];
+};
+
+/* Feature bits of struct umcg_info.features. */
+#define UMCG_FEATURE_INFO	(1ULL << 0)	/* UMCG_IOC_GET_INFO */
+#define UMCG_FEATURE_REGISTER	(1ULL << 1)	/* UMCG_IOC_(UN)REGISTER */
+#define UMCG_FEATURE_WAIT	(1ULL << 2)	/* UMCG_IOC_WAIT, UMCG_IOC_WAKE */
+#define UMCG_FEATURE_SWITCH	(1ULL << 3)	/* UMCG_IOC_SWITCH */
+#define UMCG_FEATURE_BLOCK	(1ULL << 4)	/* RUNNING -> BLOCKED detection */
+
+/**
+ * struct umcg_info - argument of UMCG_IOC_GET_INFO
+ * @size:        r: sizeof(struct umcg_info) as the caller knows it
+ * @flags:       r: must be zero
+ * @api_version: w: UMCG_API_VERSION of the module
+ * @max_tasks:   w: most threads one process may register, 0 if unlimited
+ * @features:    w: UMCG_FEATURE_* the module implements
+ * @reserved:    r: must be zero; w: zeroed
+ */
+struct umcg_info {
+	__u32	size;
+	__u32	flags;
+	__u32	api_version;
+	__u32	max_tasks;
+	__u64	features;
+	__u64	reserved[3];
+};
+#define UMCG_INFO_SIZE_VER0	48
+
+/* Flags of struct umcg_register_args. */
+#define UMCG_REGISTER_WORKER	(1U << 0)
+#define UMCG_REGISTER_SERVER	(1U << 1)
+
+/**
+ * struct umcg_register_args - argument of UMCG_IOC_REGISTER
+ * @size:       r: sizeof(struct umcg_register_args) as the caller knows it
+ * @flags:      r: exactly one of UMCG_REGISTER_WORKER, UMCG_REGISTER_SERVER
+ * @server_tid: r: for a worker, the server it starts on; 0 for a server
+ * @cpu:        r: for a server, the CPU it manages
+ * @task_off:   w: offset of this thread's struct umcg_task in the
+ *                 device's mmap
+ * @reserved:   must be zero
+ */
+struct umcg_register_args {
+	__u32	size;
+	__u32	flags;
+	__u32	server_tid;
+	__u32	cpu;
+	__u64	task_off;
+	__u64	reserved[2];
+};
+#define UMCG_REGISTER_SIZE_VER0	40
+
+/**
+ * struct umcg_unregister_args - argument of UMCG_IOC_UNREGISTER
+ * @size:  r: sizeof(struct umcg_unregister_args)
+ * @flags: r: must be zero
+ */
+struct umcg_unregister_args {
+	__u32	size;
+	__u32	flags;
+};
+#define UMCG_UNREGISTER_SIZE_VER0	8
+
+/* Flags of struct umcg_wait_args. */
+#define UMCG_WAIT_ABSTIME	(1U << 0)	/* @timeout_ns is absolute */
+
+/**
+ * struct umcg_wait_args - argument of UMCG_IOC_WAIT
+ * @size:       r: sizeof(struct umcg_wait_args)
+ * @flags:      r: UMCG_WAIT_*
+ * @timeout_ns: r: CLOCK_MONOTONIC timeout, 0 for none
+ *
+ * Sleeps until this thread's state is RUNNING, a signal or the timeout.
+ */
+struct umcg_wait_args {
+	__u32	size;
+	__u32	flags;
+	__u64	timeout_ns;
+};
+#define UMCG_WAIT_SIZE_VER0	16
+
+/**
+ * struct umcg_wake_args - argument of UMCG_IOC_WAKE
+ * @size:  r: sizeof(struct umcg_wake_args)
+ * @flags: r: must be zero
+ * @tid:   r: a registered thread of the caller's process
+ * @pad:   must be zero
+ */
+struct umcg_wake_args {
+	__u32	size;
+	__u32	flags;
+	__u32	tid;
+	__u32	pad;
+};
+#define UMCG_WAKE_SIZE_VER0	16
+
+/**
+ * struct umcg_switch_args - argument of UMCG_IOC_SWITCH
+ * @size:       r: sizeof(struct umcg_switch_args)
+ * @flags:      r: UMCG_WAIT_* (the caller waits as in UMCG_IOC_WAIT)
+ * @next_tid:   r: the thread to run on the caller's core (C4)
+ * @pad:        must be zero
+ * @timeout_ns: r: as in struct umcg_wait_args
+ */
+struct umcg_switch_args {
+	__u32	size;
+	__u32	flags;
+	__u32	next_tid;
+	__u32	pad;
+	__u64	timeout_ns;
+};
+#define UMCG_SWITCH_SIZE_VER0	24
+
+#define UMCG_IOC_MAGIC		0xE7
+
+#define UMCG_IOC_GET_INFO	_IOWR(UMCG_IOC_MAGIC, 0x00, struct umcg_info)
+#define UMCG_IOC_REGISTER	_IOWR(UMCG_IOC_MAGIC, 0x01, struct umcg_register_args)
+#define UMCG_IOC_UNREGISTER	_IOW(UMCG_IOC_MAGIC, 0x02, struct umcg_unregister_args)
+#define UMCG_IOC_WAIT		_IOW(UMCG_IOC_MAGIC, 0x03, struct umcg_wait_args)
+#define UMCG_IOC_WAKE		_IOW(UMCG_IOC_MAGIC, 0x04, struct umcg_wake_args)
+#define UMCG_IOC_SWITCH		_IOW(UMCG_IOC_MAGIC, 0x05, struct umcg_switch_args)
+
+#ifdef __cplusplus
+#define __UMCG_STATIC_ASSERT(e, m) static_assert(e, m)
+#else
+#define __UMCG_STATIC_ASSERT(e, m) _Static_assert(e, m)
+#endif
+
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_task) == UMCG_TASK_ALIGN,
+		     "struct umcg_task fills one cache line");
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_info) == UMCG_INFO_SIZE_VER0,
+		     "struct umcg_info VER0 layout");
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_register_args) == UMCG_REGISTER_SIZE_VER0,
+		     "struct umcg_register_args VER0 layout");
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_unregister_args) == UMCG_UNREGISTER_SIZE_VER0,
+		     "struct umcg_unregister_args VER0 layout");
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_wait_args) == UMCG_WAIT_SIZE_VER0,
+		     "struct umcg_wait_args VER0 layout");
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_wake_args) == UMCG_WAKE_SIZE_VER0,
+		     "struct umcg_wake_args VER0 layout");
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_switch_args) == UMCG_SWITCH_SIZE_VER0,
+		     "struct umcg_switch_args VER0 layout");
+
+#endif /* _UAPI_UMCG_H */
