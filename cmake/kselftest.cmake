@@ -30,5 +30,5 @@ add_custom_target(kselftest_headers DEPENDS
 
 add_library(umcg_kselftest INTERFACE)
 add_library(umcg::kselftest ALIAS umcg_kselftest)
-target_include_directories(umcg_kselftest INTERFACE ${UMCG_KSELFTEST_DIR})
+target_include_directories(umcg_kselftest SYSTEM INTERFACE ${UMCG_KSELFTEST_DIR})
 add_dependencies(umcg_kselftest kselftest_headers)
