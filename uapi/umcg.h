@@ -14,8 +14,10 @@
  * (-E2BIG otherwise) and an older caller's missing fields read as zero.
  *
  * Kernel-side errors: unknown flags, non-zero pad or reserved fields, a size
- * below VER0: -EINVAL.  Unknown trailing bytes: -E2BIG.  Unknown command:
- * -ENOTTY.
+ * field other than _IOC_SIZE(cmd) (so also one below VER0): -EINVAL.
+ * Unknown trailing bytes: -E2BIG.  Unknown command: -ENOTTY; a command is
+ * known by the direction, type and number of its ioctl number, with an
+ * _IOC_SIZE() of at least its VER0 (as the kernel's extensible_ioctl_valid()).
  *
  * "r", "w", "r/w" tags on fields are from the kernel's point of view.
  */
