@@ -2,14 +2,22 @@
 /*
  * umcgctl - inspect umcg's kernel side.
  *
- *   umcgctl info    what /dev/umcg's module and the sched_ext core offer
+ *   umcgctl info              what /dev/umcg's module and sched_ext offer
+ *   umcgctl ext -- CMD ARGS   run CMD under SCHED_EXT (inherited by its
+ *                             threads and children)
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "kmod_probe.h"
+
+#ifndef SCHED_EXT
+#define SCHED_EXT 7
+#endif
 
 static const struct {
 	__u64 bit;
@@ -25,10 +33,14 @@ static const struct {
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: umcgctl info\n"
+		   "       umcgctl ext [--] COMMAND [ARG]...\n"
 		   "\n"
 		   "  info   the kernel module behind " UMCG_DEVICE_PATH
 		   " (ABI version, features)\n"
-		   "         and the sched_ext scheduler state\n");
+		   "         and the sched_ext scheduler state\n"
+		   "  ext    run COMMAND with the SCHED_EXT policy: its threads are\n"
+		   "         scheduled by the loaded sched_ext scheduler (by the\n"
+		   "         fair class when none is loaded)\n");
 }
 
 /* Reads the first line of @path into @buf; "-" when it cannot. */
@@ -80,10 +92,36 @@ static int cmd_info(void)
 	return ret && ret != -ENOENT ? 1 : 0;
 }
 
+static int cmd_ext(int argc, char **argv)
+{
+	struct sched_param sp = { .sched_priority = 0 };
+
+	if (argc > 0 && !strcmp(argv[0], "--")) {
+		argc--;
+		argv++;
+	}
+	if (argc == 0) {
+		fprintf(stderr, "umcgctl ext: no command given\n");
+		usage(stderr);
+		return 2;
+	}
+	if (sched_setscheduler(0, SCHED_EXT, &sp)) {
+		fprintf(stderr, "umcgctl ext: sched_setscheduler(SCHED_EXT): %s%s\n",
+			strerror(errno),
+			errno == EINVAL ? " (kernel without sched_ext?)" : "");
+		return 1;
+	}
+	execvp(argv[0], argv);
+	fprintf(stderr, "umcgctl ext: %s: %s\n", argv[0], strerror(errno));
+	return 127;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "info"))
 		return cmd_info();
+	if (argc >= 2 && !strcmp(argv[1], "ext"))
+		return cmd_ext(argc - 2, argv + 2);
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		usage(stdout);
 		return 0;
