@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scx_loader.h - open, load, attach, watch and detach the umcg sched_ext
+ * scheduler (umcg.bpf.c) from user space.  Used by the loader program
+ * (umcg-scx) and the guest tests; later users link the same static library,
+ * umcg::scx_loader.
+ *
+ * Life cycle:
+ *
+ *   umcg_scx_probe()            is sched_ext here and free?
+ *   umcg_scx_open(&s, &opts)    open and load (verify) the BPF object
+ *   umcg_scx_attach(s)          register it: SCHED_EXT threads move to it
+ *   ... umcg_scx_exited(s), umcg_scx_read_stats(s, ...) ...
+ *   umcg_scx_detach(s)          unregister: ops.exit has run on return
+ *   umcg_scx_close(s)           detach if needed, free
+ *
+ * The kernel also unregisters the scheduler by itself (watchdog, runtime
+ * error, SysRq-S, hotplug): umcg_scx_exited() turns true, and the caller
+ * still detaches and closes.  Closing the process's last file descriptor of
+ * the link (e.g. by dying) detaches too, so a crashed loader leaves no
+ * scheduler behind.
+ *
+ * Functions return 0 or -errno; errno itself is not meaningful afterwards.
+ * A handle is not thread-safe; use it from one thread at a time.
+ */
+#ifndef UMCG_SCX_LOADER_H
+#define UMCG_SCX_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "umcg_scx.h"
+
+struct umcg_scx;
+
+/**
+ * struct umcg_scx_opts - settings of one scheduler instance
+ * @slice_ns:   time slice; 0: the kernel's default (SCX_SLICE_DFL, 20 ms)
+ * @timeout_ms: watchdog; 0: UMCG_SCX_TIMEOUT_MS_DFL, at most
+ *              UMCG_SCX_TIMEOUT_MS_MAX
+ * @verbose:    non-zero: libbpf debug messages on stderr (process-wide)
+ */
+struct umcg_scx_opts {
+	__u64	slice_ns;
+	__u32	timeout_ms;
+	__u32	verbose;
+};
+
+/*
+ * Can a scheduler be attached now?  0: yes.  -ENOENT: the kernel has no
+ * sched_ext (/sys/kernel/sched_ext is missing).  -EPERM: not root.
+ * -EBUSY: a sched_ext scheduler is loaded (or being loaded or unloaded).
+ * Another -errno: reading sysfs failed.  Racy by nature: attach can still
+ * fail with -EBUSY.
+ */
+int umcg_scx_probe(void);
+
+/*
+ * Read /sys/kernel/sched_ext/@name (e.g. "state", "root/ops") into @buf,
+ * without the trailing newline.  -ENOENT if the file does not exist.
+ */
+int umcg_scx_sysfs_read(const char *name, char *buf, size_t len);
+
+/*
+ * Open and load one instance: the verifier runs here.  @opts may be NULL.
+ * -EINVAL: bad @opts.  Other -errno from libbpf: -EPERM without CAP_BPF and
+ * CAP_SYS_ADMIN, -EACCES or -EINVAL when the verifier refuses a program
+ * (libbpf prints its log on stderr), -ESRCH when a kfunc is missing.
+ */
+int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts);
+
+/*
+ * Register the loaded instance as the system's sched_ext scheduler.
+ * -EALREADY: this handle is attached.  -EBUSY: another scheduler is loaded
+ * (only one can be).  -EINVAL: the handle already ran once; open a new one.
+ * Other -errno from the kernel, e.g. -E2BIG for a timeout over 30 s.
+ */
+int umcg_scx_attach(struct umcg_scx *s);
+
+/*
+ * Unregister.  Synchronous: on return ops.exit has run and, unless the
+ * kernel had ejected the scheduler before, the exit kind is
+ * UMCG_SCX_EXIT_UNREG.  -ENOTCONN if not attached.
+ */
+int umcg_scx_detach(struct umcg_scx *s);
+
+/* Detach if attached, then free everything.  NULL is a no-op. */
+void umcg_scx_close(struct umcg_scx *s);
+
+/* True once the scheduler has stopped, whoever stopped it. */
+bool umcg_scx_exited(const struct umcg_scx *s);
+
+/* A copy of the exit info; kind is UMCG_SCX_EXIT_NONE while running. */
+void umcg_scx_exit_info(const struct umcg_scx *s, struct umcg_scx_exit_info *ei);
+
+/* "UNREG", "ERROR_STALL", ...; "UNKNOWN" for a kind this file predates. */
+const char *umcg_scx_exit_kind_name(__s32 kind);
+
+/* The global counters, summed over all CPUs. */
+int umcg_scx_read_stats(const struct umcg_scx *s, struct umcg_scx_stats *st);
+
+/* "enqueue", "dispatch", ...: the name of UMCG_SCX_STAT_@idx, or NULL. */
+const char *umcg_scx_stat_name(unsigned int idx);
+
+/*
+ * The per-task counters of thread @tid, which must be alive: the lookup
+ * goes through a pidfd of the thread.  ops.init_task creates them for every
+ * task once the instance is attached, so a thread that never opted in reads
+ * as all zero.  -ESRCH: no such thread.  -ENOENT: no counters, because the
+ * instance never attached or the thread is exiting.
+ */
+int umcg_scx_read_task_stats(const struct umcg_scx *s, pid_t tid,
+			     struct umcg_scx_task_stats *ts);
+
+#endif /* UMCG_SCX_LOADER_H */

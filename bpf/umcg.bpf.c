@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * umcg.bpf.c - the umcg sched_ext scheduler, v0: a global FIFO in partial
+ * mode.  The "scx" backend of DESIGN.md builds on it; v0 only proves the
+ * plumbing (load, opt in, schedule, count, exit) and knows nothing of umcg
+ * workers and servers yet.
+ *
+ * a. Who is ours.  SCX_OPS_SWITCH_PARTIAL: only threads whose policy is
+ *    SCHED_EXT (7) leave the fair class, each opted in with
+ *    sched_setscheduler(tid, SCHED_EXT, ...).  Everything else, the loader
+ *    included, stays with EEVDF.  ops.init_task still runs for every task in
+ *    the system (at load and at each fork), so every task gets its per-task
+ *    counters; only SCHED_EXT tasks ever bump them.
+ *
+ * b. Policy.  One user DSQ, UMCG_SCX_DSQ_FIFO, created in ops.init.
+ *    - ops.select_cpu (wake-up of a task that may migrate): the kernel's
+ *      default idle-CPU search.  If it found an idle CPU, the task goes
+ *      straight to that CPU's local DSQ and never waits in the FIFO; the
+ *      kernel wakes that CPU.
+ *    - ops.enqueue (a wake-up that found no idle CPU, the wake-up of a task
+ *      pinned to one CPU, for which the kernel skips select_cpu, a slice
+ *      that ran out while other work waits, a property change): append to
+ *      the FIFO, then kick one idle CPU the task may run on.  An idle CPU
+ *      does not call ops.dispatch until something wakes it, so without the
+ *      kick a task could sit in the FIFO while CPUs idle.
+ *    - ops.dispatch (a CPU ran out of local work): move the first FIFO task
+ *      that may run on this CPU to its local DSQ.  The kernel skips tasks
+ *      whose affinity or migrate_disable() forbids this CPU.  If the FIFO
+ *      has nothing for it, the kernel keeps the CPU's current task running
+ *      with a fresh slice, without an enqueue (no SCX_OPS_ENQ_LAST).
+ *    Every slice is umcg_slice_ns (SCX_SLICE_DFL, 20 ms, unless the loader
+ *    says otherwise).  No priorities, no vtime: v0 is FIFO.
+ *
+ * c. Liveness.  No task is ever held outside a DSQ: enqueue always inserts,
+ *    every CPU that runs out of work drains the FIFO, and an idle CPU is
+ *    kicked when work arrives.  If that still fails, the watchdog
+ *    (timeout_ms, UMCG_SCX_TIMEOUT_MS_DFL by default) ejects the scheduler
+ *    and every thread falls back to the fair class, keeping policy 7 (C7).
+ *    A runnable task waiting for a CPU that a fair task hogs also counts
+ *    against the watchdog: sched_ext sits below the fair class.
+ *
+ * d. Counters.  Global ones in a PERCPU_ARRAY (each CPU writes only its own
+ *    copy, no shared cache line; user space sums), per-task ones in task
+ *    storage (written only by the task's own callbacks, which sched_ext
+ *    serialises under the task's rq lock; user space looks them up with a
+ *    pidfd).  Both layouts are in umcg_scx.h.
+ *
+ * e. Exit.  ops.exit copies the kernel's exit info into umcg_exit_info
+ *    (.bss), kind last, so the loader can poll it, report why we stopped and
+ *    restart when the kernel asks (UMCG_SCX_ECODE_ACT_RESTART).
+ *
+ * Trade-offs.  One FIFO DSQ is one lock shared by every CPU: fine for a
+ * handful of cores, a contention point beyond.  Per-CPU queues with
+ * stealing, and the user-space policy deciding which worker runs on which
+ * core, come with the umcg backend proper.
+ */
+#include "umcg_scx_common.bpf.h"
+#include "umcg_scx.h"
+
+char _license[] SEC("license") = "GPL";
+
+/* Settings, written by the loader before load (skel->rodata). */
+const volatile __u64 umcg_slice_ns = SCX_SLICE_DFL;
+
+/* Why the scheduler stopped; see struct umcg_scx_exit_info. */
+struct umcg_scx_exit_info umcg_exit_info;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct umcg_scx_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct umcg_scx_task_stats);
+} task_stats SEC(".maps");
+
+/* User space has no vmlinux.h and uses umcg_scx.h's copies of these. */
+_Static_assert(UMCG_SCX_EXIT_NONE == SCX_EXIT_NONE, "exit kind");
+_Static_assert(UMCG_SCX_EXIT_DONE == SCX_EXIT_DONE, "exit kind");
+_Static_assert(UMCG_SCX_EXIT_UNREG == SCX_EXIT_UNREG, "exit kind");
+_Static_assert(UMCG_SCX_EXIT_UNREG_BPF == SCX_EXIT_UNREG_BPF, "exit kind");
+_Static_assert(UMCG_SCX_EXIT_UNREG_KERN == SCX_EXIT_UNREG_KERN, "exit kind");
+_Static_assert(UMCG_SCX_EXIT_SYSRQ == SCX_EXIT_SYSRQ, "exit kind");
+_Static_assert(UMCG_SCX_EXIT_ERROR == SCX_EXIT_ERROR, "exit kind");
+_Static_assert(UMCG_SCX_EXIT_ERROR_BPF == SCX_EXIT_ERROR_BPF, "exit kind");
+_Static_assert(UMCG_SCX_EXIT_ERROR_STALL == SCX_EXIT_ERROR_STALL, "exit kind");
+_Static_assert(UMCG_SCX_ECODE_ACT_RESTART == SCX_ECODE_ACT_RESTART, "exit code");
+/* A vmlinux.h from an old pahole truncates 64-bit enums. */
+_Static_assert(SCX_DSQ_FLAG_BUILTIN, "vmlinux.h lost its 64-bit enum values");
+
+static __always_inline void stat_inc(u32 idx)
+{
+	u32 zero = 0;
+	struct umcg_scx_stats *s = bpf_map_lookup_elem(&stats, &zero);
+
+	/* A PERCPU_ARRAY's element 0 always exists. */
+	if (s && idx < UMCG_SCX_NR_STATS)
+		s->cnt[idx]++;
+}
+
+/*
+ * @p's counters.  ops.init_task created them for every task, and they live
+ * as long as the task, so a miss is a bug: abort.
+ */
+static struct umcg_scx_task_stats *task_ctx(struct task_struct *p)
+{
+	struct umcg_scx_task_stats *t;
+
+	t = bpf_task_storage_get(&task_stats, p, 0, 0);
+	if (!t)
+		scx_bpf_error("umcg: no task counters for %s[%d]", p->comm, p->pid);
+	return t;
+}
+
+s32 UMCG_OPS(select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	struct umcg_scx_task_stats *t;
+	bool is_idle = false;
+	s32 cpu;
+
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (is_idle) {
+		t = task_ctx(p);
+		if (t)
+			t->dispatch++;
+		stat_inc(UMCG_SCX_STAT_DIRECT);
+		/* From select_cpu, SCX_DSQ_LOCAL is the local DSQ of @cpu. */
+		umcg_dsq_insert(p, SCX_DSQ_LOCAL, umcg_slice_ns, 0);
+	}
+	return cpu;
+}
+
+void UMCG_OPS(enqueue, struct task_struct *p, u64 enq_flags)
+{
+	struct umcg_scx_task_stats *t = task_ctx(p);
+	s32 cpu;
+
+	if (t) {
+		t->enqueue++;
+		t->queued = 1;
+	}
+	stat_inc(UMCG_SCX_STAT_ENQUEUE);
+	umcg_dsq_insert(p, UMCG_SCX_DSQ_FIFO, umcg_slice_ns, enq_flags);
+
+	/* Claims the CPU's idle bit, so two enqueues never kick the same one. */
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		stat_inc(UMCG_SCX_STAT_KICK);
+	}
+}
+
+void UMCG_OPS(dispatch, s32 cpu, struct task_struct *prev)
+{
+	/*
+	 * One task per call: the kernel calls again if the local DSQ is still
+	 * empty, and keeps @prev running if the FIFO has nothing for us.
+	 */
+	if (umcg_dsq_move_to_local(UMCG_SCX_DSQ_FIFO))
+		stat_inc(UMCG_SCX_STAT_DISPATCH);
+}
+
+void UMCG_OPS(running, struct task_struct *p)
+{
+	struct umcg_scx_task_stats *t = task_ctx(p);
+
+	stat_inc(UMCG_SCX_STAT_RUNNING);
+	if (!t)
+		return;
+	t->running++;
+	/* It was on the FIFO and a CPU took it: the FIFO's dispatch. */
+	if (t->queued) {
+		t->queued = 0;
+		t->dispatch++;
+	}
+}
+
+void UMCG_OPS(quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct umcg_scx_task_stats *t;
+
+	if (!(deq_flags & SCX_DEQ_SLEEP))
+		return;
+	t = task_ctx(p);
+	if (t)
+		t->block++;
+	stat_inc(UMCG_SCX_STAT_BLOCK);
+}
+
+void UMCG_OPS(enable, struct task_struct *p)
+{
+	struct umcg_scx_task_stats *t = task_ctx(p);
+
+	if (t) {
+		t->enable++;
+		t->queued = 0;
+	}
+	stat_inc(UMCG_SCX_STAT_ENABLE);
+}
+
+void UMCG_OPS(disable, struct task_struct *p)
+{
+	stat_inc(UMCG_SCX_STAT_DISABLE);
+}
+
+s32 UMCG_OPS(init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	/* For every task, at load and at fork: see (a) and (d) above. */
+	if (!bpf_task_storage_get(&task_stats, p, 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE))
+		return -ENOMEM;
+	return 0;
+}
+
+s32 UMCG_OPS_SLEEPABLE(init)
+{
+	/* Any node: v0 has one FIFO for the whole machine. */
+	return scx_bpf_create_dsq(UMCG_SCX_DSQ_FIFO, -1);
+}
+
+void UMCG_OPS(exit, struct scx_exit_info *ei)
+{
+	struct umcg_scx_exit_info *x = &umcg_exit_info;
+
+	bpf_probe_read_kernel_str(x->reason, sizeof(x->reason), ei->reason);
+	bpf_probe_read_kernel_str(x->msg, sizeof(x->msg), ei->msg);
+	x->exit_code = ei->exit_code;
+	/* Last, and a full barrier: user space reads the rest after it. */
+	__sync_lock_test_and_set(&x->kind, ei->kind);
+}
+
+SEC(".struct_ops.link")
+struct sched_ext_ops umcg_ops = {
+	.select_cpu	= (void *)umcg_select_cpu,
+	.enqueue	= (void *)umcg_enqueue,
+	.dispatch	= (void *)umcg_dispatch,
+	.running	= (void *)umcg_running,
+	.quiescent	= (void *)umcg_quiescent,
+	.enable		= (void *)umcg_enable,
+	.disable	= (void *)umcg_disable,
+	.init_task	= (void *)umcg_init_task,
+	.init		= (void *)umcg_init,
+	.exit		= (void *)umcg_exit,
+	.flags		= SCX_OPS_SWITCH_PARTIAL,
+	.timeout_ms	= UMCG_SCX_TIMEOUT_MS_DFL,
+	.name		= UMCG_SCX_OPS_NAME,
+};
