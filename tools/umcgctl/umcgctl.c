@@ -87,7 +87,7 @@ static int cmd_info(void)
 	} else {
 		read_line("/sys/kernel/sched_ext/root/ops", ops, sizeof(ops));
 		printf("sched_ext:  %s, scheduler %s%s\n", state, ops,
-		       strcmp(ops, UMCG_SCX_OPS_NAME) ? "" : " (umcg)");
+		       strcmp(ops, UMCG_SCX_OPS_NAME) && strcmp(ops, "-") ? " (not umcg's)" : "");
 	}
 	return ret && ret != -ENOENT ? 1 : 0;
 }
