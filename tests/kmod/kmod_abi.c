@@ -477,7 +477,8 @@ TEST_F(umcg_cmd, ioc_size_below_ver0)
 	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
 		snprintf(what, sizeof(what), "size %zu", sizes[i]);
 		umcg_arg_init(variant, self->buf, variant->ver0);
-		((struct umcg_arg_head *)self->buf)->size = sizes[i];
+		memcpy((char *)self->buf + offsetof(struct umcg_arg_head, size),
+		       &(__u32){ sizes[i] }, sizeof(__u32));
 		umcg_expect(_metadata,
 			    ioctl(self->fd,
 				  umcg_cmd_sized(variant->cmd, sizes[i]),

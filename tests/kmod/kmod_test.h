@@ -27,7 +27,7 @@ static inline bool umcg_kmod_find(struct __test_metadata *_metadata,
 		SKIP(return false, "loading modules needs root");
 	ASSERT_EQ(0, umcg_test_kernel_path(path, len, "kmod", "umcg.ko"));
 	if (access(path, R_OK))
-		SKIP(return false, "%s: %s", path, strerror(errno));
+		SKIP(return false, "%.200s: %s", path, strerror(errno));
 	return true;
 }
 
