@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "scx_loader.h"
-#include "umcg.h"
+#include <uapi/umcg.h>
 
 #define PROG	"umcg-scx"
 

@@ -17,7 +17,7 @@ function(umcg_add_guest_test name)
 	endif()
 	add_executable(${name} ${arg_SOURCES})
 	target_link_libraries(${name} PRIVATE umcg::kselftest ${arg_LIBS})
-	target_include_directories(${name} PRIVATE ${UMCG_UAPI_DIR})
+	target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
 	set_target_properties(${name} PROPERTIES
 		RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/guest)
 	set_property(GLOBAL APPEND PROPERTY UMCG_GUEST_LISTS ${arg_LIST})

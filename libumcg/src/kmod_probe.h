@@ -5,7 +5,7 @@
 #ifndef UMCG_KMOD_PROBE_H
 #define UMCG_KMOD_PROBE_H
 
-#include <umcg.h>
+#include <uapi/umcg.h>
 
 /**
  * umcg_kmod_get_info() - query the module behind /dev/umcg

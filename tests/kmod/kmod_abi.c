@@ -15,7 +15,7 @@
 
 #include "kselftest_harness.h"
 
-#include <umcg.h>
+#include <uapi/umcg.h>
 
 #include "kmod_probe.h"
 #include "kmod_test.h"

@@ -20,7 +20,7 @@
 
 #include "kselftest_harness.h"
 #include "scx_loader.h"
-#include "umcg.h"
+#include <uapi/umcg.h>
 
 #ifndef SCHED_EXT
 #define SCHED_EXT	7

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * umcg.h - libumcg: user-space scheduling of real kernel threads.
+ *
+ * A group of *servers*, one per managed core, runs *workers*: real kernel
+ * threads (native code, TLS, gdb, perf and signals all work) of which at
+ * most one executes on each core at a time.  Which runnable worker goes next
+ * on a core is decided in user space by a *policy* (umcg/policy.h).  When a
+ * worker blocks, parks, yields or exits, its core goes to the next worker at
+ * once.  The kernel's help comes from a *backend*: "scx" (the umcg sched_ext
+ * scheduler), "kmod" (umcg.ko) or "user" (none: futex hand-off and a monitor
+ * thread that takes back the core of a worker blocked in a call libumcg did
+ * not see).
+ *
+ * Every call returns 0 (or a non-negative value where documented) or a
+ * negative errno; none sets errno.  One group per process.
+ *
+ * Calls marked "worker only" return -EPERM from a thread that is not a
+ * worker of the group.
+ */
+#ifndef UMCG_H
+#define UMCG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UMCG_VERSION_MAJOR	0
+#define UMCG_VERSION_MINOR	1
+
+typedef struct umcg_thread umcg_thread_t;
+struct umcg_policy_ops;
+
+/* Thread states, as umcg_thread_state() returns them (uapi values). */
+#define UMCG_STATE_NEW		0
+#define UMCG_STATE_RUNNABLE	1
+#define UMCG_STATE_RUNNING	2
+#define UMCG_STATE_BLOCKED	3
+#define UMCG_STATE_PARKED	4
+#define UMCG_STATE_DONE		5
+
+/* Flags of struct umcg_config. */
+/* Make the thread calling umcg_init() a worker of the group. */
+#define UMCG_CONFIG_ATTACH_CALLER	(1U << 0)
+
+/**
+ * struct umcg_config - how umcg_init() sets the group up
+ * @size:          sizeof(struct umcg_config); the struct grows at its end
+ * @flags:         UMCG_CONFIG_*
+ * @nr_cores:      managed cores; 0: every CPU in the caller's affinity mask
+ * @first_cpu:     the managed cores are the first @nr_cores CPUs of the
+ *                 caller's affinity mask at or above this CPU
+ * @policy:        NULL for the default (per-core FIFO with work stealing),
+ *                 or a built-in one from umcg_policy_find(), or your own
+ * @backend:       "scx", "kmod", "user", or NULL: $UMCG_BACKEND if set,
+ *                 else the best available (scx, then kmod, then user)
+ * @time_slice_ns: preempt a worker that runs longer than this; 0: never (C6)
+ * @blocked_ns:    user backend: how long a worker may sit in a blocking call
+ *                 that libumcg did not see before the monitor gives its core
+ *                 to another worker; 0: the default (50 us)
+ */
+struct umcg_config {
+	uint32_t size;
+	uint32_t flags;
+	uint32_t nr_cores;
+	uint32_t first_cpu;
+	const struct umcg_policy_ops *policy;
+	const char *backend;
+	uint64_t time_slice_ns;
+	uint64_t blocked_ns;
+};
+
+/* Flags of struct umcg_attr. */
+/* The thread frees itself when done; it cannot be joined. */
+#define UMCG_ATTR_DETACHED	(1U << 0)
+
+/**
+ * struct umcg_attr - how umcg_spawn() creates a worker
+ * @size:       sizeof(struct umcg_attr)
+ * @flags:      UMCG_ATTR_*
+ * @core:       preferred core (0 .. nr_cores - 1), -1 for none; the
+ *              "pinned" policy always runs the worker there
+ * @stack_size: 0: the pthread default
+ * @name:       thread name (at most 15 characters), NULL for none
+ */
+struct umcg_attr {
+	uint32_t size;
+	uint32_t flags;
+	int32_t core;
+	uint32_t pad;
+	uint64_t stack_size;
+	const char *name;
+};
+
+/*
+ * Sets up the calling process's group.  @cfg NULL: all CPUs, default
+ * policy, automatic backend.  -EBUSY if already set up, -EINVAL for a bad
+ * config, -ENODEV if the backend asked for is not available.
+ */
+int umcg_init(const struct umcg_config *cfg);
+
+/*
+ * Tears the group down.  Call it from a thread that is not a worker (or
+ * from the attached caller after every other worker is done).  Workers
+ * still alive are released: they keep running as plain threads under the
+ * kernel's scheduler, every umcg call they make after that returns -ESRCH,
+ * and their umcg_thread_t stay valid for umcg_join().  Returns -EDEADLK when
+ * called by a worker other than the attached caller.
+ */
+int umcg_fini(void);
+
+/* "scx", "kmod" or "user"; NULL before umcg_init(). */
+const char *umcg_backend_name(void);
+
+/* Number of managed cores; -ESRCH before umcg_init(). */
+int umcg_nr_cores(void);
+
+/*
+ * Creates a worker running @fn(@arg), RUNNABLE until the policy picks it.
+ * @attr may be NULL.  *@t is set before the worker can run.
+ */
+int umcg_spawn(umcg_thread_t **t, const struct umcg_attr *attr,
+	       void *(*fn)(void *), void *arg);
+
+/*
+ * Waits until @t is DONE, stores its return value in *@ret (if @ret is not
+ * NULL) and frees it.  A worker waiting here gives up its core.  -EINVAL for
+ * a detached thread, -EDEADLK for the caller itself.
+ */
+int umcg_join(umcg_thread_t *t, void **ret);
+
+/* The calling worker, or NULL if the caller is not a worker. */
+umcg_thread_t *umcg_self(void);
+
+/*
+ * Makes the calling pthread a worker (it waits for a core first), or,
+ * detach, turns it back into a plain thread.  For code that does not start
+ * its threads with umcg_spawn(), such as umcg-run.
+ */
+int umcg_attach(umcg_thread_t **t);
+int umcg_detach(void);
+
+/* Worker only: gives the core to the next runnable worker, if any. */
+int umcg_yield(void);
+
+/*
+ * Worker only: parks until umcg_unpark() (LockSupport semantics: an unpark
+ * that came first is a permit, and park consumes it at once).  May return
+ * spuriously.  _timeout: -ETIMEDOUT after @ns nanoseconds.
+ */
+int umcg_park(void);
+int umcg_park_timeout(uint64_t ns);
+
+/* Makes @t runnable if parked, else gives it a permit. -ESRCH if DONE. */
+int umcg_unpark(umcg_thread_t *t);
+
+/*
+ * Worker only: parks the caller and runs @t on the caller's core at once,
+ * without a trip through the server (C4).  @t must be PARKED or RUNNABLE:
+ * -EBUSY if it is running or blocked, -ESRCH if it is done, -EINVAL for the
+ * caller itself.  Returns when the caller is unparked and picked again.
+ */
+int umcg_switch_to(umcg_thread_t *t);
+
+/* Worker only: parks for @ns nanoseconds (its core runs others meanwhile). */
+int umcg_sleep_ns(uint64_t ns);
+
+/* UMCG_STATE_* of @t, or -EINVAL. */
+int umcg_thread_state(const umcg_thread_t *t);
+/* Kernel thread id of @t, or -EINVAL. */
+int umcg_thread_tid(const umcg_thread_t *t);
+/* Core @t runs on or last ran on (0 .. nr_cores - 1), -1 if none yet. */
+int umcg_thread_core(const umcg_thread_t *t);
+/* Policy-private word of @t, for umcg/policy.h implementations. */
+void **umcg_thread_policy_data(umcg_thread_t *t);
+
+/**
+ * struct umcg_stats - group counters since umcg_init()
+ * @spawned:   workers created or attached
+ * @exited:    workers done
+ * @switches:  times a worker was given a core
+ * @yields:    umcg_yield() calls that gave the core away
+ * @parks:     umcg_park*() calls that gave the core away
+ * @blocks:    times a worker blocked in the kernel and lost its core
+ * @preempts:  time-slice preemptions (C6)
+ * @steals:    runnable workers a core took from another core's queue
+ * @live:      workers not yet done
+ */
+struct umcg_stats {
+	uint64_t spawned;
+	uint64_t exited;
+	uint64_t switches;
+	uint64_t yields;
+	uint64_t parks;
+	uint64_t blocks;
+	uint64_t preempts;
+	uint64_t steals;
+	uint64_t live;
+};
+
+/* Fills *@st; -ESRCH before umcg_init(). */
+int umcg_stats(struct umcg_stats *st);
+
+/*
+ * Writes every worker (tid, name, state, core, time in state, switch,
+ * block and preempt counts) and the counters to @f, like a JVM thread
+ * dump.  Safe to call at any time from any thread.
+ */
+int umcg_dump(FILE *f);
+
+/*
+ * Dumps to stderr whenever the process gets signal @sig (0 to stop).  The
+ * dump is written by the monitor thread, not in the handler.  "umcgctl dump
+ * PID" sends the signal named in $UMCG_DUMP_SIGNAL (default SIGUSR2).
+ */
+int umcg_dump_on_signal(int sig);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UMCG_H */

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * umcg/policy.h - the policy SPI: which runnable worker runs next on a core.
+ *
+ * A policy is a table of callbacks handed to umcg_init() in
+ * struct umcg_config.policy.  The runtime owns the threads and their
+ * states; the policy owns only the order of the runnable ones.
+ *
+ * Synchronisation table (who may call what concurrently):
+ *
+ *   init, fini       once each, from umcg_init() / umcg_fini(), with no
+ *                    other callback running
+ *   enqueue          any thread, concurrently with every callback but
+ *                    init/fini
+ *   pick, remove     any thread, concurrently with every callback but
+ *                    init/fini
+ *
+ * The runtime guarantees: a thread is enqueued only when RUNNABLE and not
+ * already held by the policy; each thread handed to enqueue is given back
+ * exactly once, by pick or by a remove that returns 1.  The policy must
+ * make pick and remove atomic with respect to each other (a thread cannot
+ * be both picked and removed) and must never block in them for long: they
+ * run on the switch path.  A thread the policy holds may be passed to
+ * umcg_thread_policy_data() for a private word.
+ *
+ * Memory ordering: the runtime publishes a thread's state before enqueue
+ * and reads it after pick; a policy whose queues are protected by a lock or
+ * by liburcu's queues (which give full barriers) needs nothing more.
+ */
+#ifndef UMCG_POLICY_H
+#define UMCG_POLICY_H
+
+#include <umcg.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Why a thread is enqueued (flags of enqueue). */
+#define UMCG_ENQ_NEW		(1U << 0)	/* spawned or attached */
+#define UMCG_ENQ_WAKEUP		(1U << 1)	/* unparked, or back from a block */
+#define UMCG_ENQ_YIELD		(1U << 2)	/* it yielded its core */
+#define UMCG_ENQ_PREEMPT	(1U << 3)	/* its time slice ran out */
+
+/**
+ * struct umcg_policy_ops - a scheduling policy
+ * @name:    short name, as umcg-run --policy and umcg_policy_find() take it
+ * @init:    set up for @nr_cores cores, storing private state in *@priv;
+ *           0 or -errno (umcg_init() fails with it)
+ * @fini:    free what init made; no thread is held any more
+ * @enqueue: take runnable @t; @core is the core of the thread that made it
+ *           runnable (the waker's, or its own on yield/preempt), or -1 when
+ *           not called from a core (e.g. a timer or a plain thread)
+ * @pick:    the next thread to run on @core, no longer held, or NULL
+ * @remove:  if @t is held, stop holding it and return 1; else return 0
+ */
+struct umcg_policy_ops {
+	const char *name;
+	int (*init)(void **priv, unsigned int nr_cores);
+	void (*fini)(void *priv);
+	void (*enqueue)(void *priv, umcg_thread_t *t, int core, unsigned int flags);
+	umcg_thread_t *(*pick)(void *priv, int core);
+	int (*remove)(void *priv, umcg_thread_t *t);
+};
+
+/*
+ * The built-in policies:
+ *   "steal"   per-core FIFO with work stealing (the default): a woken thread
+ *             goes to the waker's core first; an idle core takes the oldest
+ *             thread of another core's queue (ForkJoinPool's model)
+ *   "fifo"    one global FIFO for all cores
+ *   "pinned"  a thread always runs on its umcg_attr.core (or the core it
+ *             was first given); no stealing
+ * Returns NULL for an unknown name.
+ */
+const struct umcg_policy_ops *umcg_policy_find(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UMCG_POLICY_H */

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * backend.c - choosing a backend, and the futex helpers they share.
+ *
+ * The kernel backends ("scx", "kmod") plug in here when they land; until
+ * then asking for one by name fails with -ENODEV and says so.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+/* Best first: auto-selection takes the first whose probe succeeds. */
+static const struct umcg_backend_ops *const umcg_backends[] = {
+	&umcg_backend_user,
+};
+
+static const char *const umcg_planned_backends[] = { "scx", "kmod" };
+
+int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops)
+{
+	const char *why = NULL;
+	size_t i;
+
+	if (!name || !*name)
+		name = getenv("UMCG_BACKEND");
+	if (name && (!*name || !strcmp(name, "auto")))
+		name = NULL;
+
+	for (i = 0; i < sizeof(umcg_backends) / sizeof(umcg_backends[0]); i++) {
+		const struct umcg_backend_ops *b = umcg_backends[i];
+
+		if (name && strcmp(name, b->name))
+			continue;
+		if (b->probe(&why) == 0) {
+			*ops = b;
+			return 0;
+		}
+		if (name) {
+			fprintf(stderr, "libumcg: backend \"%s\" is not available: %s\n",
+				name, why ? why : "probe failed");
+			return -ENODEV;
+		}
+	}
+	if (!name)
+		return -ENODEV;
+	for (i = 0; i < sizeof(umcg_planned_backends) / sizeof(umcg_planned_backends[0]); i++) {
+		if (!strcmp(name, umcg_planned_backends[i])) {
+			fprintf(stderr, "libumcg: backend \"%s\" is not available: "
+				"this libumcg does not implement it yet\n", name);
+			return -ENODEV;
+		}
+	}
+	fprintf(stderr, "libumcg: unknown backend \"%s\" (expected scx, kmod, user or auto)\n",
+		name);
+	return -EINVAL;
+}
+
+int umcg_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t abs_ns)
+{
+	struct timespec ts, *tsp = NULL;
+	long ret;
+
+	if (abs_ns) {
+		ts.tv_sec = abs_ns / 1000000000ULL;
+		ts.tv_nsec = abs_ns % 1000000000ULL;
+		tsp = &ts;
+	}
+	/* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC time. */
+	ret = syscall(SYS_futex, word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+		      seen, tsp, NULL, FUTEX_BITSET_MATCH_ANY);
+	if (ret == 0 || errno == EAGAIN)
+		return 0;
+	return -errno;
+}
+
+void umcg_futex_wake(_Atomic uint32_t *word, int nr)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, nr, NULL, NULL, 0);
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * backend.h - what a backend gives the runtime: registration, sleeping and
+ * waking on a thread's state word, and the server's sleep.
+ *
+ * The runtime (sched.c) decides every state change; a backend only makes
+ * threads sleep and wake, and tells the runtime what the kernel saw (a
+ * worker blocked, preempted or woken) by calling umcg_worker_blocked() and
+ * friends.  A new backend is one file here plus its kernel side, added to
+ * umcg_backends[] in backend.c.
+ *
+ * Concurrency: wait, switch_to and server_wait are called by the thread
+ * that sleeps; wake and server_wake by any thread, concurrently.  All other
+ * callbacks run once, from umcg_init()/umcg_fini() or from the thread being
+ * (un)registered.
+ */
+#ifndef UMCG_BACKEND_H
+#define UMCG_BACKEND_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+/**
+ * struct umcg_backend_ops - a backend
+ * @name:        "scx", "kmod" or "user"
+ * @probe:       0 when usable here; else -errno and *@why says why
+ * @init:        set the backend up for @g (before any server starts)
+ * @fini:        undo init (after every server stopped)
+ * @worker_register:   the calling thread becomes worker @t; point t->ut
+ *                     at its state word
+ * @worker_unregister: the calling thread (@t) stops being a worker
+ * @server_start:      the calling thread is the server of core @c
+ * @wait:        sleep while @self's state word equals @seen, at most until
+ *               CLOCK_MONOTONIC @abs_ns (0: no limit); 0, -ETIMEDOUT or
+ *               -EINTR; may return early
+ * @wake:        @t's state was just made RUNNING: let it run
+ * @switch_to:   wake(@next) then wait(@self, @seen, 0), fused where the
+ *               kernel can do it in one step
+ * @server_wait: sleep while @c->wake_seq equals @seen
+ * @server_wake: wake @c's server after its wake_seq changed
+ */
+struct umcg_backend_ops {
+	const char *name;
+	int (*probe)(const char **why);
+	int (*init)(struct umcg_group *g);
+	void (*fini)(struct umcg_group *g);
+	int (*worker_register)(struct umcg_group *g, struct umcg_thread *t);
+	void (*worker_unregister)(struct umcg_group *g, struct umcg_thread *t);
+	int (*server_start)(struct umcg_group *g, struct umcg_core *c);
+	int (*wait)(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns);
+	void (*wake)(struct umcg_thread *t);
+	int (*switch_to)(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next);
+	int (*server_wait)(struct umcg_core *c, uint32_t seen);
+	void (*server_wake)(struct umcg_core *c);
+};
+
+extern const struct umcg_backend_ops umcg_backend_user;
+
+/*
+ * The backend to use: @name ("scx", "kmod", "user"), or NULL for
+ * $UMCG_BACKEND, else the best one available.  -EINVAL for an unknown
+ * name, -ENODEV (with a message on stderr saying why) when the one asked
+ * for is not available.
+ */
+int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops);
+
+/* futex(2) on a 32-bit word, private to the process. */
+int umcg_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t abs_ns);
+void umcg_futex_wake(_Atomic uint32_t *word, int nr);
+
+#endif /* UMCG_BACKEND_H */

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * backend_user.c - the "user" backend: no help from the kernel.
+ *
+ * Hand-off is a futex on each thread's state word.  What the kernel would
+ * tell the other backends, the monitor thread finds out (Go's sysmon is the
+ * model): it samples each busy core's owner.
+ *
+ *   blocked  the owner used no CPU time for blocked_ns and /proc says it
+ *            sleeps (S or D): the core goes to the next runnable worker
+ *            (umcg_worker_blocked).  The blocked worker finds out at its
+ *            next libumcg call and queues for a core again; until then it
+ *            may run beside the core's new owner (the C1 exception).
+ *   slice    the owner has held the core longer than the group's time
+ *            slice: it gets UMCG_PREEMPT_SIGNAL, whose handler yields the
+ *            core (or, inside libumcg, flags it for the way out).
+ *
+ * The monitor sleeps blocked_ns / 2 between samples, doubling after 50
+ * samples in which nothing happened, up to 10 ms; any action resets it.
+ *
+ * Lock order: the monitor takes core->lock only through sched.c.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+#define UMCG_PREEMPT_SIGNAL	SIGURG
+#define UMCG_MONITOR_MAX_NS	10000000ULL
+
+struct umcg_user {
+	pthread_t monitor;
+	_Atomic bool stop;
+	_Atomic uint32_t stop_word;
+	struct sigaction old_action;
+	/* Per core: the owner and its CPU time at the last sample. */
+	struct umcg_user_sample {
+		struct umcg_thread *owner;
+		uint64_t switches;
+		uint64_t cpu_ns;
+		uint64_t idle_since_ns;
+	} *samples;
+};
+
+static int user_probe(const char **why)
+{
+	return 0;
+}
+
+static void user_preempt_handler(int sig)
+{
+	struct umcg_thread *self = umcg_current;
+
+	if (!self || umcg_state_of(umcg_thread_load_state(self)) != UMCG_TASK_RUNNING)
+		return;
+	if (atomic_load(&self->in_lib)) {
+		atomic_store(&self->preempt_pending, 1);
+		return;
+	}
+	umcg_worker_preempt(self);
+}
+
+/* CPU time used by @t so far, or 0 when it cannot be read. */
+static uint64_t user_thread_cpu_ns(struct umcg_thread *t)
+{
+	clockid_t cid;
+	struct timespec ts;
+
+	if (pthread_getcpuclockid(t->pthread, &cid) || clock_gettime(cid, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* Does /proc say @tid sleeps in the kernel (state S or D)? */
+static bool user_thread_sleeps(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* the name may hold spaces and ')' */
+	return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
+}
+
+/*
+ * One look at core @c; true if it did something.  Under c->lock, which
+ * keeps the owner alive while we read its clock and /proc.
+ */
+static bool user_sample_core(struct umcg_group *g, struct umcg_core *c,
+			     struct umcg_user_sample *smp, uint64_t now)
+{
+	struct umcg_thread *t;
+	uint64_t switches, cpu;
+	bool acted = false;
+
+	pthread_mutex_lock(&c->lock);
+	t = c->current;
+	switches = atomic_load(&c->nr_switches);
+	if (!t) {
+		smp->owner = NULL;
+		goto out;
+	}
+	cpu = user_thread_cpu_ns(t);
+	if (t != smp->owner || switches != smp->switches || cpu != smp->cpu_ns) {
+		smp->owner = t;
+		smp->switches = switches;
+		smp->cpu_ns = cpu;
+		smp->idle_since_ns = now;
+	} else if (now - smp->idle_since_ns >= g->blocked_ns &&
+		   user_thread_sleeps(t->tid)) {
+		acted = umcg_worker_blocked_locked(c, t);
+		smp->owner = NULL;
+		goto out;
+	}
+	if (g->time_slice_ns &&
+	    now - atomic_load(&c->run_since_ns) >= g->time_slice_ns &&
+	    umcg_state_of(umcg_thread_load_state(t)) == UMCG_TASK_RUNNING &&
+	    !atomic_load(&t->preempt_pending)) {
+		pthread_kill(t->pthread, UMCG_PREEMPT_SIGNAL);
+		/* One signal per slice: restart the slice clock. */
+		atomic_store(&c->run_since_ns, now);
+		acted = true;
+	}
+out:
+	pthread_mutex_unlock(&c->lock);
+	return acted;
+}
+
+static void *user_monitor_main(void *arg)
+{
+	struct umcg_group *g = arg;
+	struct umcg_user *u = g->backend_priv;
+	uint64_t min_ns = g->blocked_ns / 2, delay = min_ns;
+	unsigned int quiet = 0;
+
+	if (g->time_slice_ns && g->time_slice_ns / 2 < min_ns)
+		min_ns = g->time_slice_ns / 2;
+	if (min_ns < 10000)
+		min_ns = 10000;
+	delay = min_ns;
+
+	while (!atomic_load(&u->stop)) {
+		uint64_t now = umcg_now_ns();
+		bool acted = false;
+
+		for (unsigned int i = 0; i < g->nr_cores; i++)
+			acted |= user_sample_core(g, &g->cores[i], &u->samples[i], now);
+		if (atomic_exchange(&g->dump_requested, 0)) {
+			umcg_dump(stderr);
+			acted = true;
+		}
+		if (acted) {
+			quiet = 0;
+			delay = min_ns;
+		} else if (++quiet >= 50 && delay < UMCG_MONITOR_MAX_NS) {
+			quiet = 0;
+			delay *= 2;
+		}
+		umcg_futex_wait(&u->stop_word, 0, umcg_now_ns() + delay);
+	}
+	return NULL;
+}
+
+static int user_init(struct umcg_group *g)
+{
+	struct umcg_user *u = calloc(1, sizeof(*u));
+	struct sigaction sa = { .sa_handler = user_preempt_handler };
+	int ret;
+
+	if (!u)
+		return -ENOMEM;
+	u->samples = calloc(g->nr_cores, sizeof(*u->samples));
+	if (!u->samples) {
+		free(u);
+		return -ENOMEM;
+	}
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(UMCG_PREEMPT_SIGNAL, &sa, &u->old_action);
+	g->backend_priv = u;
+	ret = -pthread_create(&u->monitor, NULL, user_monitor_main, g);
+	if (ret) {
+		sigaction(UMCG_PREEMPT_SIGNAL, &u->old_action, NULL);
+		free(u->samples);
+		free(u);
+		g->backend_priv = NULL;
+		return ret;
+	}
+	pthread_setname_np(u->monitor, "umcg-monitor");
+	return 0;
+}
+
+static void user_fini(struct umcg_group *g)
+{
+	struct umcg_user *u = g->backend_priv;
+
+	atomic_store(&u->stop, true);
+	atomic_store(&u->stop_word, 1);
+	umcg_futex_wake(&u->stop_word, 1);
+	pthread_join(u->monitor, NULL);
+	sigaction(UMCG_PREEMPT_SIGNAL, &u->old_action, NULL);
+	free(u->samples);
+	free(u);
+	g->backend_priv = NULL;
+}
+
+static int user_worker_register(struct umcg_group *g, struct umcg_thread *t)
+{
+	t->ut = &t->task;
+	return 0;
+}
+
+static void user_worker_unregister(struct umcg_group *g, struct umcg_thread *t)
+{
+}
+
+static int user_wait(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns)
+{
+	return umcg_futex_wait((_Atomic uint32_t *)&self->ut->state, seen, abs_ns);
+}
+
+static void user_wake(struct umcg_thread *t)
+{
+	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, 1);
+}
+
+static int user_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next)
+{
+	user_wake(next);
+	return user_wait(self, seen, 0);
+}
+
+static int user_server_wait(struct umcg_core *c, uint32_t seen)
+{
+	return umcg_futex_wait(&c->wake_seq, seen, 0);
+}
+
+static void user_server_wake(struct umcg_core *c)
+{
+	umcg_futex_wake(&c->wake_seq, 1);
+}
+
+const struct umcg_backend_ops umcg_backend_user = {
+	.name			= "user",
+	.probe			= user_probe,
+	.init			= user_init,
+	.fini			= user_fini,
+	.worker_register	= user_worker_register,
+	.worker_unregister	= user_worker_unregister,
+	.wait			= user_wait,
+	.wake			= user_wake,
+	.switch_to		= user_switch_to,
+	.server_wait		= user_server_wait,
+	.server_wake		= user_server_wake,
+};

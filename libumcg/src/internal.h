@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * internal.h - the runtime's objects: threads, cores, the group.
+ *
+ * Ownership and synchronisation:
+ *
+ *   thread state    ut->state, the futex word of the thread.  Changed only by
+ *                   compare-and-swap (seq_cst).  Who makes which move is in
+ *                   uapi/umcg.h; a RUNNABLE thread is held by the policy,
+ *                   and only the one who got it back from pick/remove may
+ *                   make it RUNNING.
+ *   core->current   the worker that owns the core, or NULL (the server owns
+ *                   it).  Written under core->lock only.  The owner gives
+ *                   the core away (hand-off to a picked thread, or back to
+ *                   the server); the monitor takes it from a blocked owner.
+ *   core->wake_seq  the server's futex word: bumped (then futex-woken)
+ *                   whenever the server must look again.
+ *   group->threads  every live thread, under group->threads_lock; for dump
+ *                   and fini only, never on the switch path.
+ *
+ * Lock order: group->threads_lock, then core->lock; policy locks are leaves
+ * (no runtime lock is taken inside a policy callback).
+ */
+#ifndef UMCG_INTERNAL_H
+#define UMCG_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <urcu/list.h>
+
+#include <umcg.h>
+#include <umcg/policy.h>
+#include <uapi/umcg.h>
+
+#define UMCG_CACHELINE	64
+
+/* umcg_thread.flags */
+#define UMCG_THREAD_DETACHED	(1U << 0)	/* frees itself when done */
+#define UMCG_THREAD_ATTACHED	(1U << 1)	/* adopted by umcg_attach() */
+#define UMCG_THREAD_RELEASED	(1U << 2)	/* group gone: plain thread now */
+
+struct umcg_group;
+
+struct umcg_thread {
+	/* Storage of the state word for backends that do not map their own. */
+	struct umcg_task task __attribute__((aligned(UMCG_CACHELINE)));
+	/* The state word the backend and the runtime use. */
+	struct umcg_task *ut;
+
+	pid_t tid;
+	pthread_t pthread;
+	_Atomic uint32_t flags;
+	int32_t pref_core;		/* umcg_attr.core, or -1 */
+	_Atomic int32_t core;		/* core it runs on or last ran on, -1 */
+	int32_t pinned_cpu;		/* CPU its affinity is set to, -1 */
+	char name[16];
+
+	void *(*fn)(void *);
+	void *arg;
+	void *ret;
+
+	/* Policy's: the built-in policies link the thread here. */
+	struct cds_list_head policy_node;
+	int32_t policy_queue;		/* which queue holds it, -1 none */
+	void *policy_data;
+
+	_Atomic(struct umcg_thread *) joiner;
+	_Atomic uint32_t detach_done;	/* join/detach handshake */
+
+	/* Asynchronous preemption (C6): see sched.c. */
+	_Atomic uint32_t in_lib;	/* inside a libumcg call */
+	_Atomic uint32_t preempt_pending;
+
+	/* Statistics; written by whoever changes the state. */
+	_Atomic uint64_t state_since_ns;
+	_Atomic uint64_t nr_switches;
+	_Atomic uint64_t nr_blocks;
+	_Atomic uint64_t nr_preempts;
+
+	struct cds_list_head all_node;	/* group->threads */
+};
+
+struct umcg_core {
+	pthread_mutex_t lock;
+	struct umcg_thread *current;	/* under lock */
+	_Atomic uint32_t wake_seq;
+	int idx;
+	int cpu;
+	pthread_t server;
+	pid_t server_tid;
+	/* Monitor's view: when current got the core, and a switch counter. */
+	_Atomic uint64_t run_since_ns;
+	_Atomic uint64_t nr_switches;
+	struct umcg_group *group;
+} __attribute__((aligned(UMCG_CACHELINE)));
+
+struct umcg_backend_ops;
+
+struct umcg_group {
+	unsigned int nr_cores;
+	struct umcg_core *cores;
+
+	const struct umcg_policy_ops *policy;
+	void *policy_priv;
+
+	const struct umcg_backend_ops *backend;
+	void *backend_priv;
+
+	uint64_t time_slice_ns;
+	uint64_t blocked_ns;
+	_Atomic bool stopping;
+
+	pthread_mutex_t threads_lock;
+	struct cds_list_head threads;
+
+	struct {
+		_Atomic uint64_t spawned, exited, switches, yields, parks;
+		_Atomic uint64_t blocks, preempts, steals, live;
+	} stats;
+
+	_Atomic int dump_signal;
+	_Atomic uint32_t dump_requested;
+};
+
+/* The process's group, NULL outside umcg_init() .. umcg_fini(). */
+extern struct umcg_group *_Atomic umcg_group;
+/* The calling thread's umcg thread, NULL for plain threads. */
+extern __thread struct umcg_thread *umcg_current;
+
+static inline uint32_t umcg_state_of(uint32_t word)
+{
+	return word & UMCG_TASK_STATE_MASK;
+}
+
+static inline uint32_t umcg_thread_load_state(const struct umcg_thread *t)
+{
+	return atomic_load((_Atomic uint32_t *)&t->ut->state);
+}
+
+/* Compare-and-swap of the whole state word; updates *old on failure. */
+static inline bool umcg_state_cas(struct umcg_thread *t, uint32_t *old, uint32_t new)
+{
+	return atomic_compare_exchange_strong((_Atomic uint32_t *)&t->ut->state, old, new);
+}
+
+uint64_t umcg_now_ns(void);
+
+/* sched.c: the switch machinery every backend shares. */
+void umcg_server_kick(struct umcg_core *c);
+void umcg_core_give(struct umcg_core *c, struct umcg_thread *self);
+int umcg_sched_yield(struct umcg_thread *self, unsigned int why);
+int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns);
+int umcg_sched_unpark(struct umcg_thread *t, int waker_core);
+int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t);
+void umcg_sched_exit(struct umcg_thread *self);
+void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flags);
+int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_timeout_ns);
+void *umcg_server_main(void *arg);
+void umcg_core_kick_idle(struct umcg_group *g, int prefer);
+void umcg_lib_enter(struct umcg_thread *self);
+void umcg_lib_leave(struct umcg_thread *self);
+bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t);
+void umcg_worker_preempt(struct umcg_thread *self);
+
+/* runtime.c */
+int umcg_thread_register(struct umcg_group *g, struct umcg_thread *t);
+
+/* policy_*.c */
+extern const struct umcg_policy_ops umcg_policy_steal;
+extern const struct umcg_policy_ops umcg_policy_fifo;
+extern const struct umcg_policy_ops umcg_policy_pinned;
+
+#endif /* UMCG_INTERNAL_H */

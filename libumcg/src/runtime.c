@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * runtime.c - the group's life: init and fini, workers' birth and death,
+ * and the public calls, which check their arguments and the caller and
+ * hand over to sched.c.
+ *
+ * Lock order: umcg_init_lock, then group->threads_lock, then core->lock.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "internal.h"
+
+struct umcg_group *_Atomic umcg_group;
+__thread struct umcg_thread *umcg_current;
+
+/* Serialises umcg_init() and umcg_fini(). */
+static pthread_mutex_t umcg_init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+#define UMCG_CONFIG_KNOWN	UMCG_CONFIG_ATTACH_CALLER
+#define UMCG_ATTR_KNOWN		UMCG_ATTR_DETACHED
+#define UMCG_BLOCKED_NS_DFL	50000ULL
+
+static inline struct umcg_group *grp(void)
+{
+	return atomic_load(&umcg_group);
+}
+
+/* Bytes past @known of a caller's @size-byte struct must be zero. */
+static int umcg_check_tail(const void *p, size_t size, size_t known)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = known; i < size; i++)
+		if (c[i])
+			return -E2BIG;
+	return 0;
+}
+
+/* The first @n CPUs of our affinity mask at or above @first. */
+static int umcg_pick_cpus(unsigned int n, unsigned int first, int **cpus, unsigned int *nr)
+{
+	cpu_set_t set;
+	unsigned int count = 0, avail = 0;
+	int *out;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -errno;
+	for (unsigned int c = first; c < CPU_SETSIZE; c++)
+		avail += CPU_ISSET(c, &set) ? 1 : 0;
+	if (!n)
+		n = avail;
+	if (!n || n > avail)
+		return -EINVAL;
+	out = calloc(n, sizeof(*out));
+	if (!out)
+		return -ENOMEM;
+	for (unsigned int c = first; c < CPU_SETSIZE && count < n; c++)
+		if (CPU_ISSET(c, &set))
+			out[count++] = c;
+	*cpus = out;
+	*nr = n;
+	return 0;
+}
+
+static int umcg_check_policy(const struct umcg_policy_ops *p)
+{
+	return p->name && p->enqueue && p->pick && p->remove ? 0 : -EINVAL;
+}
+
+/* The calling thread becomes worker @t and waits for a core. */
+static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int waker_core)
+{
+	uint32_t s;
+	int ret;
+
+	t->tid = gettid();
+	umcg_current = t;
+	atomic_fetch_add(&t->in_lib, 1);
+	ret = g->backend->worker_register(g, t);
+	if (ret) {
+		umcg_current = NULL;
+		return ret;
+	}
+	pthread_mutex_lock(&g->threads_lock);
+	cds_list_add_tail(&t->all_node, &g->threads);
+	pthread_mutex_unlock(&g->threads_lock);
+
+	s = umcg_thread_load_state(t);
+	while (!umcg_state_cas(t, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE))
+		;
+	umcg_make_runnable(t, waker_core, UMCG_ENQ_NEW);
+	umcg_wait_for_core(t, 0);
+	umcg_lib_leave(t);
+	return 0;
+}
+
+/* The calling worker @t is done: leave the group, wake joiners. */
+static void umcg_thread_finish(struct umcg_thread *t)
+{
+	struct umcg_group *g = grp();
+	struct umcg_thread *joiner;
+	bool released = atomic_load(&t->flags) & UMCG_THREAD_RELEASED;
+
+	atomic_fetch_add(&t->in_lib, 1);
+	umcg_sched_exit(t);
+	if (!released && g) {
+		pthread_mutex_lock(&g->threads_lock);
+		cds_list_del(&t->all_node);
+		pthread_mutex_unlock(&g->threads_lock);
+		g->backend->worker_unregister(g, t);
+		atomic_fetch_add_explicit(&g->stats.exited, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_relaxed);
+	}
+	umcg_current = NULL;
+	/* Pairs with umcg_join(): DONE is stored before joiner is read. */
+	joiner = atomic_load(&t->joiner);
+	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+	if (joiner && !released)
+		umcg_sched_unpark(joiner, -1);
+	if (atomic_load(&t->flags) & UMCG_THREAD_DETACHED)
+		free(t);
+}
+
+static void *umcg_worker_main(void *arg)
+{
+	struct umcg_thread *t = arg;
+	struct umcg_group *g = grp();
+
+	if (t->name[0])
+		pthread_setname_np(pthread_self(), t->name);
+	if (g && umcg_thread_start(g, t, atomic_load(&t->core)) == 0)
+		t->ret = t->fn(t->arg);
+	else
+		t->ret = t->fn(t->arg);	/* group gone: run as a plain thread */
+	umcg_thread_finish(t);
+	return NULL;
+}
+
+static struct umcg_thread *umcg_thread_alloc(void)
+{
+	struct umcg_thread *t = aligned_alloc(UMCG_CACHELINE,
+					      (sizeof(*t) + UMCG_CACHELINE - 1) &
+					      ~(size_t)(UMCG_CACHELINE - 1));
+
+	if (!t)
+		return NULL;
+	memset(t, 0, sizeof(*t));
+	t->ut = &t->task;
+	t->pref_core = -1;
+	t->core = -1;
+	t->pinned_cpu = -1;
+	t->policy_queue = -1;
+	CDS_INIT_LIST_HEAD(&t->policy_node);
+	CDS_INIT_LIST_HEAD(&t->all_node);
+	atomic_store(&t->state_since_ns, umcg_now_ns());
+	return t;
+}
+
+int umcg_init(const struct umcg_config *cfg)
+{
+	struct umcg_config c = { .size = sizeof(c) };
+	const struct umcg_backend_ops *backend;
+	struct umcg_group *g;
+	unsigned int nr = 0;
+	int *cpus = NULL;
+	int ret;
+
+	if (cfg) {
+		if (cfg->size < sizeof(c))
+			return -EINVAL;
+		ret = umcg_check_tail(cfg, cfg->size, sizeof(c));
+		if (ret)
+			return ret;
+		c = *cfg;
+		if (c.flags & ~UMCG_CONFIG_KNOWN)
+			return -EINVAL;
+		if (c.policy && umcg_check_policy(c.policy))
+			return -EINVAL;
+		if (c.nr_cores > CPU_SETSIZE || c.first_cpu >= CPU_SETSIZE)
+			return -EINVAL;
+	}
+
+	pthread_mutex_lock(&umcg_init_lock);
+	if (grp()) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	ret = umcg_backend_select(c.backend, &backend);
+	if (ret)
+		goto out_unlock;
+	ret = umcg_pick_cpus(c.nr_cores, c.first_cpu, &cpus, &nr);
+	if (ret)
+		goto out_unlock;
+
+	ret = -ENOMEM;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		goto out_cpus;
+	g->cores = aligned_alloc(UMCG_CACHELINE, nr * sizeof(*g->cores));
+	if (!g->cores)
+		goto out_group;
+	memset(g->cores, 0, nr * sizeof(*g->cores));
+	g->nr_cores = nr;
+	g->backend = backend;
+	g->policy = c.policy ? c.policy : &umcg_policy_steal;
+	g->time_slice_ns = c.time_slice_ns;
+	g->blocked_ns = c.blocked_ns ? c.blocked_ns : UMCG_BLOCKED_NS_DFL;
+	pthread_mutex_init(&g->threads_lock, NULL);
+	CDS_INIT_LIST_HEAD(&g->threads);
+	for (unsigned int i = 0; i < nr; i++) {
+		pthread_mutex_init(&g->cores[i].lock, NULL);
+		g->cores[i].idx = i;
+		g->cores[i].cpu = cpus[i];
+		g->cores[i].group = g;
+	}
+
+	ret = g->policy->init ? g->policy->init(&g->policy_priv, nr) : 0;
+	if (ret)
+		goto out_cores;
+	ret = backend->init(g);
+	if (ret)
+		goto out_policy;
+	atomic_store(&umcg_group, g);
+
+	for (unsigned int i = 0; i < nr; i++) {
+		char name[16];
+
+		ret = -pthread_create(&g->cores[i].server, NULL, umcg_server_main, &g->cores[i]);
+		if (ret) {
+			atomic_store(&g->stopping, true);
+			for (unsigned int j = 0; j < i; j++) {
+				umcg_server_kick(&g->cores[j]);
+				pthread_join(g->cores[j].server, NULL);
+			}
+			atomic_store(&umcg_group, NULL);
+			backend->fini(g);
+			goto out_policy;
+		}
+		snprintf(name, sizeof(name), "umcg-server-%u", i % 1000);
+		pthread_setname_np(g->cores[i].server, name);
+	}
+	free(cpus);
+	pthread_mutex_unlock(&umcg_init_lock);
+
+	if (c.flags & UMCG_CONFIG_ATTACH_CALLER)
+		return umcg_attach(NULL);
+	return 0;
+
+out_policy:
+	if (g->policy->fini)
+		g->policy->fini(g->policy_priv);
+out_cores:
+	free(g->cores);
+out_group:
+	free(g);
+out_cpus:
+	free(cpus);
+out_unlock:
+	pthread_mutex_unlock(&umcg_init_lock);
+	return ret;
+}
+
+int umcg_fini(void)
+{
+	struct umcg_thread *self = umcg_current, *t;
+	struct umcg_group *g;
+	uint64_t live;
+
+	if (self && !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED)) {
+		if (!(atomic_load(&self->flags) & UMCG_THREAD_ATTACHED))
+			return -EDEADLK;
+		umcg_detach();
+	}
+	pthread_mutex_lock(&umcg_init_lock);
+	g = grp();
+	if (!g) {
+		pthread_mutex_unlock(&umcg_init_lock);
+		return -ESRCH;
+	}
+	atomic_store(&g->stopping, true);
+	for (unsigned int i = 0; i < g->nr_cores; i++) {
+		umcg_server_kick(&g->cores[i]);
+		pthread_join(g->cores[i].server, NULL);
+	}
+	g->backend->fini(g);
+
+	/* Release the workers still alive: plain threads from now on. */
+	pthread_mutex_lock(&g->threads_lock);
+	cds_list_for_each_entry(t, &g->threads, all_node) {
+		uint32_t s = umcg_thread_load_state(t);
+
+		atomic_fetch_or(&t->flags, UMCG_THREAD_RELEASED);
+		if (umcg_state_of(s) == UMCG_TASK_RUNNABLE)
+			g->policy->remove(g->policy_priv, t);
+		umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+	}
+	live = atomic_load(&g->stats.live);
+	pthread_mutex_unlock(&g->threads_lock);
+	atomic_store(&umcg_group, NULL);
+
+	/*
+	 * Released workers may still be on their way out of a libumcg call
+	 * that read the group: with any alive, the group's memory (a few
+	 * hundred bytes per core) stays until the process exits.
+	 */
+	if (!live) {
+		if (g->policy->fini)
+			g->policy->fini(g->policy_priv);
+		free(g->cores);
+		free(g);
+	}
+	pthread_mutex_unlock(&umcg_init_lock);
+	return 0;
+}
+
+const char *umcg_backend_name(void)
+{
+	struct umcg_group *g = grp();
+
+	return g ? g->backend->name : NULL;
+}
+
+int umcg_nr_cores(void)
+{
+	struct umcg_group *g = grp();
+
+	return g ? (int)g->nr_cores : -ESRCH;
+}
+
+int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
+	       void *(*fn)(void *), void *arg)
+{
+	struct umcg_attr a = { .size = sizeof(a), .core = -1 };
+	struct umcg_group *g = grp();
+	struct umcg_thread *t, *self = umcg_current;
+	pthread_attr_t pa;
+	int ret;
+
+	if (!fn)
+		return -EINVAL;
+	if (attr) {
+		if (attr->size < sizeof(a))
+			return -EINVAL;
+		ret = umcg_check_tail(attr, attr->size, sizeof(a));
+		if (ret)
+			return ret;
+		a = *attr;
+		if ((a.flags & ~UMCG_ATTR_KNOWN) || a.pad)
+			return -EINVAL;
+		if (a.name && strlen(a.name) > 15)
+			return -EINVAL;
+	}
+	if (!tp && !(a.flags & UMCG_ATTR_DETACHED))
+		return -EINVAL;
+	if (!g)
+		return -ESRCH;
+	if (a.core < -1 || a.core >= (int32_t)g->nr_cores)
+		return -EINVAL;
+
+	t = umcg_thread_alloc();
+	if (!t)
+		return -ENOMEM;
+	t->fn = fn;
+	t->arg = arg;
+	t->pref_core = a.core;
+	/* Until it first runs, its "core" is where it should be queued. */
+	t->core = a.core >= 0 ? a.core : self ? atomic_load(&self->core) : -1;
+	if (a.flags & UMCG_ATTR_DETACHED)
+		atomic_fetch_or(&t->flags, UMCG_THREAD_DETACHED);
+	if (a.name)
+		strncpy(t->name, a.name, sizeof(t->name) - 1);
+
+	pthread_attr_init(&pa);
+	if (a.stack_size && pthread_attr_setstacksize(&pa, a.stack_size)) {
+		pthread_attr_destroy(&pa);
+		free(t);
+		return -EINVAL;
+	}
+	if (a.flags & UMCG_ATTR_DETACHED)
+		pthread_attr_setdetachstate(&pa, PTHREAD_CREATE_DETACHED);
+	if (tp)
+		*tp = t;
+	atomic_fetch_add_explicit(&g->stats.spawned, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed);
+	ret = -pthread_create(&t->pthread, &pa, umcg_worker_main, t);
+	pthread_attr_destroy(&pa);
+	if (ret) {
+		atomic_fetch_sub_explicit(&g->stats.spawned, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_relaxed);
+		if (tp)
+			*tp = NULL;
+		free(t);
+	}
+	return ret;
+}
+
+int umcg_join(umcg_thread_t *t, void **retp)
+{
+	struct umcg_thread *self = umcg_current;
+	uint32_t s;
+
+	if (!t || (atomic_load(&t->flags) & (UMCG_THREAD_DETACHED | UMCG_THREAD_ATTACHED)))
+		return -EINVAL;
+	if (t == self)
+		return -EDEADLK;
+	if (self && !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED) && grp()) {
+		umcg_lib_enter(self);
+		/* Pairs with umcg_thread_finish(): joiner, then state. */
+		atomic_store(&t->joiner, self);
+		while (umcg_state_of(umcg_thread_load_state(t)) != UMCG_TASK_DONE)
+			umcg_sched_park(self, 0);
+		umcg_lib_leave(self);
+	}
+	while (umcg_state_of(s = umcg_thread_load_state(t)) != UMCG_TASK_DONE)
+		umcg_futex_wait((_Atomic uint32_t *)&t->ut->state, s, 0);
+	pthread_join(t->pthread, NULL);
+	if (retp)
+		*retp = t->ret;
+	free(t);
+	return 0;
+}
+
+umcg_thread_t *umcg_self(void)
+{
+	struct umcg_thread *self = umcg_current;
+
+	return self && !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED) ? self : NULL;
+}
+
+int umcg_attach(umcg_thread_t **tp)
+{
+	struct umcg_group *g = grp();
+	struct umcg_thread *t;
+	int ret;
+
+	if (!g)
+		return -ESRCH;
+	if (umcg_current)
+		return -EBUSY;
+	t = umcg_thread_alloc();
+	if (!t)
+		return -ENOMEM;
+	t->pthread = pthread_self();
+	atomic_fetch_or(&t->flags, UMCG_THREAD_ATTACHED);
+	pthread_getname_np(t->pthread, t->name, sizeof(t->name));
+	atomic_fetch_add_explicit(&g->stats.spawned, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed);
+	ret = umcg_thread_start(g, t, -1);
+	if (ret) {
+		atomic_fetch_sub_explicit(&g->stats.spawned, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_relaxed);
+		free(t);
+		return ret;
+	}
+	if (tp)
+		*tp = t;
+	return 0;
+}
+
+int umcg_detach(void)
+{
+	struct umcg_thread *self = umcg_current;
+
+	if (!self)
+		return -EPERM;
+	if (!(atomic_load(&self->flags) & UMCG_THREAD_ATTACHED))
+		return -EINVAL;
+	if (!(atomic_load(&self->flags) & UMCG_THREAD_RELEASED))
+		umcg_lib_enter(self);
+	atomic_fetch_or(&self->flags, UMCG_THREAD_DETACHED);
+	umcg_thread_finish(self);	/* frees it: DETACHED */
+	return 0;
+}
+
+/*
+ * The calling worker, entered into libumcg, or NULL with *@ret set:
+ * -EPERM for a plain thread, -ESRCH for one the group released.
+ */
+static struct umcg_thread *umcg_worker_enter(int *ret)
+{
+	struct umcg_thread *self = umcg_current;
+
+	if (!self) {
+		*ret = -EPERM;
+		return NULL;
+	}
+	if ((atomic_load(&self->flags) & UMCG_THREAD_RELEASED) || !grp()) {
+		*ret = -ESRCH;
+		return NULL;
+	}
+	umcg_lib_enter(self);
+	return self;
+}
+
+int umcg_yield(void)
+{
+	int ret;
+	struct umcg_thread *self = umcg_worker_enter(&ret);
+
+	if (!self)
+		return ret;
+	ret = umcg_sched_yield(self, UMCG_ENQ_YIELD);
+	umcg_lib_leave(self);
+	return ret;
+}
+
+int umcg_park(void)
+{
+	int ret;
+	struct umcg_thread *self = umcg_worker_enter(&ret);
+
+	if (!self)
+		return ret;
+	ret = umcg_sched_park(self, 0);
+	umcg_lib_leave(self);
+	return ret;
+}
+
+int umcg_park_timeout(uint64_t ns)
+{
+	int ret;
+	struct umcg_thread *self;
+
+	if (ns > UINT64_MAX / 2)
+		return -EINVAL;
+	self = umcg_worker_enter(&ret);
+	if (!self)
+		return ret;
+	ret = umcg_sched_park(self, umcg_now_ns() + (ns ? ns : 1));
+	umcg_lib_leave(self);
+	return ret;
+}
+
+int umcg_unpark(umcg_thread_t *t)
+{
+	struct umcg_thread *self = umcg_current;
+
+	if (!t)
+		return -EINVAL;
+	if ((atomic_load(&t->flags) & UMCG_THREAD_RELEASED) || !grp())
+		return -ESRCH;
+	return umcg_sched_unpark(t, self && self != t ? atomic_load(&self->core) : -1);
+}
+
+int umcg_switch_to(umcg_thread_t *t)
+{
+	int ret;
+	struct umcg_thread *self;
+
+	if (!t)
+		return -EINVAL;
+	self = umcg_worker_enter(&ret);
+	if (!self)
+		return ret;
+	if (t == self)
+		ret = -EINVAL;
+	else if (atomic_load(&t->flags) & UMCG_THREAD_RELEASED)
+		ret = -ESRCH;
+	else
+		ret = umcg_sched_switch(self, t);
+	umcg_lib_leave(self);
+	return ret;
+}
+
+int umcg_sleep_ns(uint64_t ns)
+{
+	int ret;
+	struct umcg_thread *self;
+	uint64_t deadline;
+	bool unparked = false;
+
+	if (ns > UINT64_MAX / 2)
+		return -EINVAL;
+	self = umcg_worker_enter(&ret);
+	if (!self)
+		return ret;
+	deadline = umcg_now_ns() + ns;
+	while (umcg_now_ns() < deadline) {
+		if (umcg_sched_park(self, deadline) == -ETIMEDOUT)
+			break;
+		unparked = true;
+	}
+	/* An unpark that came during the sleep stays a permit. */
+	if (unparked)
+		umcg_sched_unpark(self, -1);
+	umcg_lib_leave(self);
+	return 0;
+}
+
+int umcg_thread_state(const umcg_thread_t *t)
+{
+	return t ? (int)umcg_state_of(umcg_thread_load_state(t)) : -EINVAL;
+}
+
+int umcg_thread_tid(const umcg_thread_t *t)
+{
+	return t ? t->tid : -EINVAL;
+}
+
+int umcg_thread_core(const umcg_thread_t *t)
+{
+	return t ? atomic_load(&((struct umcg_thread *)t)->core) : -EINVAL;
+}
+
+void **umcg_thread_policy_data(umcg_thread_t *t)
+{
+	return t ? &t->policy_data : NULL;
+}

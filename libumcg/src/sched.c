@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * sched.c - the switch machinery: cores change hands here.
+ *
+ * A core is owned by one worker (core->current) or by its server (NULL).
+ * Only the owner gives it away: on yield, park, switch or exit the owner
+ * picks the next thread from the policy and hands the core over directly
+ * (the next thread sleeps on its state word until it reads RUNNING), or,
+ * with nothing runnable, hands it back to the server.  The server owns an
+ * idle core, and is woken (core->wake_seq) whenever a thread becomes
+ * runnable and its core is idle, or when the monitor takes a core back from
+ * a worker blocked in the kernel.
+ *
+ * Whoever gets a RUNNABLE thread back from the policy (pick or remove) is
+ * the only one allowed to make it RUNNING: that is what makes "at most one
+ * worker per core" hold.
+ *
+ * Lock order: core->lock is a leaf, never held across a policy callback or
+ * a backend call.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "backend.h"
+#include "internal.h"
+
+uint64_t umcg_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+static inline struct umcg_group *grp(void)
+{
+	return atomic_load(&umcg_group);
+}
+
+static void umcg_set_state_time(struct umcg_thread *t)
+{
+	atomic_store_explicit(&t->state_since_ns, umcg_now_ns(), memory_order_relaxed);
+}
+
+void umcg_server_kick(struct umcg_core *c)
+{
+	atomic_fetch_add(&c->wake_seq, 1);
+	c->group->backend->server_wake(c);
+}
+
+/*
+ * Wake the server of an idle core so that it picks: @prefer's first, else
+ * the first idle one.  A core that goes idle later is covered: going idle
+ * kicks its own server, which picks again.
+ */
+void umcg_core_kick_idle(struct umcg_group *g, int prefer)
+{
+	unsigned int n = g->nr_cores;
+
+	if (prefer < 0 || (unsigned int)prefer >= n)
+		prefer = 0;
+	for (unsigned int i = 0; i < n; i++) {
+		struct umcg_core *c = &g->cores[(prefer + i) % n];
+
+		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST)) {
+			umcg_server_kick(c);
+			return;
+		}
+	}
+}
+
+/*
+ * The policy's next thread for @c, made RUNNING on @c, or NULL.  The
+ * caller then installs it as c->current and wakes it.
+ */
+static struct umcg_thread *umcg_pick(struct umcg_core *c)
+{
+	struct umcg_group *g = c->group;
+	struct umcg_thread *t;
+	uint32_t s;
+
+	t = g->policy->pick(g->policy_priv, c->idx);
+	if (!t)
+		return NULL;
+	s = umcg_thread_load_state(t);
+	do {
+		if (umcg_state_of(s) != UMCG_TASK_RUNNABLE) {
+			fprintf(stderr, "libumcg: policy %s returned thread %d in state %u\n",
+				g->policy->name, t->tid, umcg_state_of(s));
+			abort();
+		}
+	} while (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
+				      UMCG_TASK_RUNNING));
+	atomic_store(&t->core, c->idx);
+	umcg_set_state_time(t);
+	return t;
+}
+
+/* Make @t (already picked, RUNNING) the owner of @c. */
+static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
+{
+	pthread_mutex_lock(&c->lock);
+	__atomic_store_n(&c->current, t, __ATOMIC_SEQ_CST);
+	atomic_fetch_add(&c->nr_switches, 1);
+	atomic_store(&c->run_since_ns, umcg_now_ns());
+	pthread_mutex_unlock(&c->lock);
+	if (t) {
+		atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->group->stats.switches, 1, memory_order_relaxed);
+	}
+}
+
+/*
+ * @self owns @c and its state just left RUNNING: give @c to the policy's
+ * next thread, or back to the server.
+ */
+void umcg_core_give(struct umcg_core *c, struct umcg_thread *self)
+{
+	struct umcg_thread *next = umcg_pick(c);
+
+	umcg_core_install(c, next);
+	if (next)
+		c->group->backend->wake(next);
+	else
+		umcg_server_kick(c);
+}
+
+/* @t was made RUNNABLE by the caller: hand it to the policy. */
+void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flags)
+{
+	struct umcg_group *g = grp();
+
+	umcg_set_state_time(t);
+	g->policy->enqueue(g->policy_priv, t, waker_core, flags);
+	umcg_core_kick_idle(g, t->pref_core >= 0 ? t->pref_core :
+			       waker_core >= 0 ? waker_core : atomic_load(&t->core));
+}
+
+/* Run on the CPU of the core we were given (only when it changed). */
+static void umcg_follow_core(struct umcg_thread *self)
+{
+	struct umcg_group *g = grp();
+	int core = atomic_load(&self->core);
+	cpu_set_t set;
+
+	if (!g || core < 0 || g->cores[core].cpu == self->pinned_cpu)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(g->cores[core].cpu, &set);
+	if (!sched_setaffinity(0, sizeof(set), &set))
+		self->pinned_cpu = g->cores[core].cpu;
+}
+
+/*
+ * Sleep until the policy gives @self a core (its state reads RUNNING), or
+ * until @abs_ns (0: no limit).  0, or -ETIMEDOUT with @self not RUNNING.
+ * Returns at once for a thread the group released (umcg_fini()).
+ */
+int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
+{
+	for (;;) {
+		uint32_t s = umcg_thread_load_state(self);
+		struct umcg_group *g;
+		int ret;
+
+		if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)
+			return 0;
+		if (umcg_state_of(s) == UMCG_TASK_RUNNING) {
+			umcg_follow_core(self);
+			return 0;
+		}
+		g = grp();
+		if (!g)
+			return 0;
+		ret = g->backend->wait(self, s, abs_ns);
+		if (ret == -ETIMEDOUT && abs_ns)
+			return -ETIMEDOUT;
+	}
+}
+
+/*
+ * A worker that the monitor (or the kernel) marked BLOCKED lost its core;
+ * when it comes back into libumcg it queues for one again (C1, C3).
+ */
+static void umcg_reacquire(struct umcg_thread *self)
+{
+	uint32_t s = umcg_thread_load_state(self);
+
+	while (umcg_state_of(s) == UMCG_TASK_BLOCKED) {
+		if (umcg_state_cas(self, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE)) {
+			umcg_make_runnable(self, -1, UMCG_ENQ_WAKEUP);
+			umcg_wait_for_core(self, 0);
+			return;
+		}
+	}
+}
+
+void umcg_lib_enter(struct umcg_thread *self)
+{
+	atomic_fetch_add(&self->in_lib, 1);
+	umcg_reacquire(self);
+}
+
+void umcg_lib_leave(struct umcg_thread *self)
+{
+	if (atomic_fetch_sub(&self->in_lib, 1) == 1 &&
+	    atomic_exchange(&self->preempt_pending, 0))
+		umcg_worker_preempt(self);
+}
+
+/*
+ * Leave RUNNING for @to (RUNNABLE, PARKED, DONE) unless @self lost its core
+ * meanwhile (BLOCKED), in which case get one back first and retry.  Returns
+ * the core @self owned.  @permit: for PARKED, a pending permit is consumed
+ * instead and -EAGAIN returned.
+ */
+static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit,
+			      struct umcg_core **core)
+{
+	struct umcg_group *g = grp();
+	uint32_t s = umcg_thread_load_state(self);
+
+	for (;;) {
+		switch (umcg_state_of(s)) {
+		case UMCG_TASK_BLOCKED:
+			umcg_reacquire(self);
+			s = umcg_thread_load_state(self);
+			continue;
+		case UMCG_TASK_RUNNING:
+			break;
+		default:
+			fprintf(stderr, "libumcg: thread %d runs in state %u\n",
+				self->tid, umcg_state_of(s));
+			abort();
+		}
+		if (permit && (s & UMCG_TF_PERMIT)) {
+			if (umcg_state_cas(self, &s, s & ~UMCG_TF_PERMIT))
+				return -EAGAIN;
+			continue;
+		}
+		if (umcg_state_cas(self, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) | to))
+			break;
+	}
+	umcg_set_state_time(self);
+	*core = &g->cores[atomic_load(&self->core)];
+	return 0;
+}
+
+int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
+{
+	struct umcg_group *g = grp();
+	struct umcg_core *c = &g->cores[atomic_load(&self->core)];
+	struct umcg_thread *next;
+
+	next = umcg_pick(c);
+	if (!next)
+		return 0;
+	umcg_leave_running(self, UMCG_TASK_RUNNABLE, false, &c);
+	atomic_store(&next->core, c->idx);	/* c changes if we were BLOCKED */
+	umcg_core_install(c, next);
+	g->backend->wake(next);
+	umcg_make_runnable(self, c->idx, why);
+	if (why & UMCG_ENQ_PREEMPT) {
+		atomic_fetch_add_explicit(&self->nr_preempts, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(&g->stats.yields, 1, memory_order_relaxed);
+	}
+	return umcg_wait_for_core(self, 0);
+}
+
+/* Preemption (C6): a yield that says so.  Runs in the signal handler too. */
+void umcg_worker_preempt(struct umcg_thread *self)
+{
+	int saved = errno;
+
+	atomic_fetch_add(&self->in_lib, 1);
+	umcg_sched_yield(self, UMCG_ENQ_PREEMPT);
+	atomic_fetch_sub(&self->in_lib, 1);
+	errno = saved;
+}
+
+/*
+ * Park @self until unparked or @abs_ns.  0 (also for a consumed permit),
+ * or -ETIMEDOUT.
+ */
+int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
+{
+	struct umcg_group *g = grp();
+	struct umcg_core *c;
+	uint32_t s;
+	int ret;
+
+	if (umcg_leave_running(self, UMCG_TASK_PARKED, true, &c) == -EAGAIN)
+		return 0;
+	atomic_fetch_add_explicit(&g->stats.parks, 1, memory_order_relaxed);
+	umcg_core_give(c, self);
+	ret = umcg_wait_for_core(self, abs_ns);
+	if (ret != -ETIMEDOUT)
+		return 0;
+	/* Timed out: queue for a core unless an unpark beat us to it. */
+	s = umcg_thread_load_state(self);
+	while (umcg_state_of(s) == UMCG_TASK_PARKED) {
+		if (umcg_state_cas(self, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE)) {
+			umcg_make_runnable(self, -1, UMCG_ENQ_WAKEUP);
+			break;
+		}
+	}
+	umcg_wait_for_core(self, 0);
+	return -ETIMEDOUT;
+}
+
+int umcg_sched_unpark(struct umcg_thread *t, int waker_core)
+{
+	uint32_t s = umcg_thread_load_state(t);
+
+	for (;;) {
+		switch (umcg_state_of(s)) {
+		case UMCG_TASK_DONE:
+			return -ESRCH;
+		case UMCG_TASK_PARKED:
+			if (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
+						   UMCG_TASK_RUNNABLE))
+				continue;
+			umcg_make_runnable(t, waker_core, UMCG_ENQ_WAKEUP);
+			return 0;
+		default:
+			if (s & UMCG_TF_PERMIT)
+				return 0;
+			if (umcg_state_cas(t, &s, s | UMCG_TF_PERMIT))
+				return 0;
+		}
+	}
+}
+
+/* Claim @t for a directed switch: make it RUNNING, not held by anyone. */
+static int umcg_claim(struct umcg_thread *t)
+{
+	struct umcg_group *g = grp();
+	uint32_t s = umcg_thread_load_state(t);
+
+	for (;;) {
+		switch (umcg_state_of(s)) {
+		case UMCG_TASK_PARKED:
+			if (umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
+						   UMCG_TASK_RUNNING))
+				return 0;
+			continue;
+		case UMCG_TASK_RUNNABLE:
+			if (!g->policy->remove(g->policy_priv, t))
+				return -EBUSY;	/* a server is picking it */
+			while (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
+						      UMCG_TASK_RUNNING))
+				;
+			return 0;
+		case UMCG_TASK_DONE:
+			return -ESRCH;
+		default:
+			return -EBUSY;
+		}
+	}
+}
+
+int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
+{
+	struct umcg_group *g = grp();
+	struct umcg_core *c;
+	uint32_t seen;
+	bool permit;
+	int ret;
+
+	ret = umcg_claim(t);
+	if (ret)
+		return ret;
+	/* A pending permit turns the park into a yield to @t. */
+	permit = umcg_leave_running(self, UMCG_TASK_PARKED, true, &c) == -EAGAIN;
+	if (permit)
+		umcg_leave_running(self, UMCG_TASK_RUNNABLE, false, &c);
+	atomic_store(&t->core, c->idx);
+	umcg_set_state_time(t);
+	umcg_core_install(c, t);
+	if (permit) {
+		g->backend->wake(t);
+		umcg_make_runnable(self, c->idx, UMCG_ENQ_YIELD);
+		return umcg_wait_for_core(self, 0);
+	}
+	atomic_fetch_add_explicit(&g->stats.parks, 1, memory_order_relaxed);
+	seen = umcg_thread_load_state(self);
+	if (umcg_state_of(seen) != UMCG_TASK_RUNNING)
+		g->backend->switch_to(self, seen, t);
+	else
+		g->backend->wake(t);
+	return umcg_wait_for_core(self, 0);
+}
+
+/* @self is done: give its core away (if it still has one). */
+void umcg_sched_exit(struct umcg_thread *self)
+{
+	struct umcg_group *g = grp();
+	uint32_t s = umcg_thread_load_state(self);
+
+	for (;;) {
+		uint32_t done = (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) | UMCG_TASK_DONE;
+
+		if (umcg_state_of(s) == UMCG_TASK_BLOCKED || !g ||
+		    (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)) {
+			if (umcg_state_cas(self, &s, done))
+				return;
+			continue;
+		}
+		if (umcg_state_cas(self, &s, done))
+			break;
+	}
+	umcg_set_state_time(self);
+	umcg_core_give(&g->cores[atomic_load(&self->core)], self);
+}
+
+/*
+ * The monitor (or a kernel event) saw @t, owner of @c, blocked in the
+ * kernel: give @c to the next thread (C2).  @t queues for a core again at
+ * its next libumcg call, or at once when a kernel backend says it woke.
+ * Called with c->lock held, which keeps @t alive: an owner cannot exit
+ * without taking it.  Returns true if @c was taken from @t.
+ */
+bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t)
+{
+	struct umcg_group *g = c->group;
+	uint32_t s;
+
+	if (c->current != t)
+		return false;
+	s = umcg_thread_load_state(t);
+	do {
+		if (umcg_state_of(s) != UMCG_TASK_RUNNING)
+			return false;
+	} while (!umcg_state_cas(t, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_BLOCKED));
+	__atomic_store_n(&c->current, NULL, __ATOMIC_SEQ_CST);
+	atomic_fetch_add(&c->nr_switches, 1);
+	umcg_set_state_time(t);
+	atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+	umcg_server_kick(c);
+	return true;
+}
+
+/* The server of one core: owns the core while no worker does. */
+void *umcg_server_main(void *arg)
+{
+	struct umcg_core *c = arg;
+	struct umcg_group *g = c->group;
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(c->cpu, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	c->server_tid = gettid();
+	if (g->backend->server_start)
+		g->backend->server_start(g, c);
+
+	for (;;) {
+		uint32_t seq = atomic_load(&c->wake_seq);
+		struct umcg_thread *t;
+
+		if (atomic_load(&g->stopping))
+			break;
+		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST)) {
+			t = umcg_pick(c);
+			if (t) {
+				umcg_core_install(c, t);
+				g->backend->wake(t);
+				continue;
+			}
+		}
+		g->backend->server_wait(c, seq);
+	}
+	return NULL;
+}
