@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,7 +123,7 @@ static bool user_sample_core(struct umcg_group *g, struct umcg_core *c,
 		smp->cpu_ns = cpu;
 		smp->idle_since_ns = now;
 	} else if (now - smp->idle_since_ns >= g->blocked_ns &&
-		   user_thread_sleeps(t->tid)) {
+		   atomic_load(&t->awake) && user_thread_sleeps(t->tid)) {
 		acted = umcg_worker_blocked_locked(c, t);
 		smp->owner = NULL;
 		goto out;
@@ -234,9 +235,10 @@ static int user_wait(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns)
 	return umcg_futex_wait((_Atomic uint32_t *)&self->ut->state, seen, abs_ns);
 }
 
+/* All waiters: a plain thread in umcg_join() may sleep on the word too. */
 static void user_wake(struct umcg_thread *t)
 {
-	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, 1);
+	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
 }
 
 static int user_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next)

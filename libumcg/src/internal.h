@@ -15,6 +15,7 @@
  *                   the server); the monitor takes it from a blocked owner.
  *   core->wake_seq  the server's futex word: bumped (then futex-woken)
  *                   whenever the server must look again.
+ *   t->refs         pins a thread's memory across a wake: see struct.
  *   group->threads  every live thread, under group->threads_lock; for dump
  *                   and fini only, never on the switch path.
  *
@@ -68,8 +69,21 @@ struct umcg_thread {
 	int32_t policy_queue;		/* which queue holds it, -1 none */
 	void *policy_data;
 
+	/*
+	 * Held by whoever is about to touch the thread after a state change
+	 * that lets it run and exit (wake after pick, unpark of a joiner):
+	 * umcg_join() frees it only at zero.
+	 */
+	_Atomic uint32_t refs;
+
 	_Atomic(struct umcg_thread *) joiner;
 	_Atomic uint32_t detach_done;	/* join/detach handshake */
+
+	/*
+	 * 0 from the moment a core is handed to the thread until the thread
+	 * itself sees RUNNING: a thread still waking up is not blocked.
+	 */
+	_Atomic uint32_t awake;
 
 	/* Asynchronous preemption (C6): see sched.c. */
 	_Atomic uint32_t in_lib;	/* inside a libumcg call */
@@ -148,6 +162,16 @@ static inline bool umcg_state_cas(struct umcg_thread *t, uint32_t *old, uint32_t
 }
 
 uint64_t umcg_now_ns(void);
+
+static inline void umcg_ref_get(struct umcg_thread *t)
+{
+	atomic_fetch_add_explicit(&t->refs, 1, memory_order_relaxed);
+}
+
+static inline void umcg_ref_put(struct umcg_thread *t)
+{
+	atomic_fetch_sub_explicit(&t->refs, 1, memory_order_release);
+}
 
 /* sched.c: the switch machinery every backend shares. */
 void umcg_server_kick(struct umcg_core *c);

@@ -100,7 +100,10 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 	return 0;
 }
 
-/* The calling worker @t is done: leave the group, wake joiners. */
+/* t->joiner once @t is done: a joiner that comes later must not park. */
+#define UMCG_JOINER_DONE	((struct umcg_thread *)1)
+
+/* The calling worker @t is done: leave the group, wake its joiner. */
 static void umcg_thread_finish(struct umcg_thread *t)
 {
 	struct umcg_group *g = grp();
@@ -118,11 +121,17 @@ static void umcg_thread_finish(struct umcg_thread *t)
 		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_relaxed);
 	}
 	umcg_current = NULL;
-	/* Pairs with umcg_join(): DONE is stored before joiner is read. */
-	joiner = atomic_load(&t->joiner);
+	/*
+	 * A worker joiner published itself with a reference on itself (see
+	 * umcg_join()); whoever takes it out of t->joiner drops that.
+	 */
+	joiner = atomic_exchange(&t->joiner, UMCG_JOINER_DONE);
+	if (joiner) {
+		if (!released)
+			umcg_sched_unpark(joiner, -1);
+		umcg_ref_put(joiner);
+	}
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
-	if (joiner && !released)
-		umcg_sched_unpark(joiner, -1);
 	if (atomic_load(&t->flags) & UMCG_THREAD_DETACHED)
 		free(t);
 }
@@ -404,22 +413,36 @@ int umcg_join(umcg_thread_t *t, void **retp)
 {
 	struct umcg_thread *self = umcg_current;
 	uint32_t s;
+	int ret = 0;
 
 	if (!t || (atomic_load(&t->flags) & (UMCG_THREAD_DETACHED | UMCG_THREAD_ATTACHED)))
 		return -EINVAL;
 	if (t == self)
 		return -EDEADLK;
 	if (self && !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED) && grp()) {
+		struct umcg_thread *none = NULL;
+
 		umcg_lib_enter(self);
-		/* Pairs with umcg_thread_finish(): joiner, then state. */
-		atomic_store(&t->joiner, self);
-		while (umcg_state_of(umcg_thread_load_state(t)) != UMCG_TASK_DONE)
-			umcg_sched_park(self, 0);
+		/* Dropped by @t's exit, which unparks us (or by us if it beat us). */
+		umcg_ref_get(self);
+		if (atomic_compare_exchange_strong(&t->joiner, &none, self)) {
+			while (umcg_state_of(umcg_thread_load_state(t)) != UMCG_TASK_DONE)
+				umcg_sched_park(self, 0);
+		} else {
+			umcg_ref_put(self);
+			if (none != UMCG_JOINER_DONE)
+				ret = -EINVAL;	/* someone else joins it */
+		}
 		umcg_lib_leave(self);
+		if (ret)
+			return ret;
 	}
 	while (umcg_state_of(s = umcg_thread_load_state(t)) != UMCG_TASK_DONE)
 		umcg_futex_wait((_Atomic uint32_t *)&t->ut->state, s, 0);
 	pthread_join(t->pthread, NULL);
+	/* Wakers may still hold it for a moment (t->refs). */
+	while (atomic_load_explicit(&t->refs, memory_order_acquire))
+		sched_yield();
 	if (retp)
 		*retp = t->ret;
 	free(t);

@@ -85,6 +85,8 @@ static struct umcg_thread *umcg_pick(struct umcg_core *c)
 	t = g->policy->pick(g->policy_priv, c->idx);
 	if (!t)
 		return NULL;
+	umcg_ref_get(t);	/* dropped by umcg_wake_put() */
+	atomic_store(&t->awake, 0);
 	s = umcg_thread_load_state(t);
 	do {
 		if (umcg_state_of(s) != UMCG_TASK_RUNNABLE) {
@@ -97,6 +99,16 @@ static struct umcg_thread *umcg_pick(struct umcg_core *c)
 	atomic_store(&t->core, c->idx);
 	umcg_set_state_time(t);
 	return t;
+}
+
+/*
+ * Let @t, made RUNNING by pick or claim, run; then drop the reference that
+ * kept its memory: it may exit and be freed from here on.
+ */
+static void umcg_wake_put(struct umcg_group *g, struct umcg_thread *t)
+{
+	g->backend->wake(t);
+	umcg_ref_put(t);
 }
 
 /* Make @t (already picked, RUNNING) the owner of @c. */
@@ -123,7 +135,7 @@ void umcg_core_give(struct umcg_core *c, struct umcg_thread *self)
 
 	umcg_core_install(c, next);
 	if (next)
-		c->group->backend->wake(next);
+		umcg_wake_put(c->group, next);
 	else
 		umcg_server_kick(c);
 }
@@ -132,11 +144,13 @@ void umcg_core_give(struct umcg_core *c, struct umcg_thread *self)
 void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flags)
 {
 	struct umcg_group *g = grp();
+	/* Read @t before enqueue: from then on it may run and exit. */
+	int kick = t->pref_core >= 0 ? t->pref_core :
+		   waker_core >= 0 ? waker_core : atomic_load(&t->core);
 
 	umcg_set_state_time(t);
 	g->policy->enqueue(g->policy_priv, t, waker_core, flags);
-	umcg_core_kick_idle(g, t->pref_core >= 0 ? t->pref_core :
-			       waker_core >= 0 ? waker_core : atomic_load(&t->core));
+	umcg_core_kick_idle(g, kick);
 }
 
 /* Run on the CPU of the core we were given (only when it changed). */
@@ -169,8 +183,16 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 		if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)
 			return 0;
 		if (umcg_state_of(s) == UMCG_TASK_RUNNING) {
+			atomic_store(&self->awake, 1);
 			umcg_follow_core(self);
 			return 0;
+		}
+		/* Given a core, then taken for blocked before we woke: requeue. */
+		if (umcg_state_of(s) == UMCG_TASK_BLOCKED) {
+			if (umcg_state_cas(self, &s, (s & ~UMCG_TASK_STATE_MASK) |
+						     UMCG_TASK_RUNNABLE))
+				umcg_make_runnable(self, -1, UMCG_ENQ_WAKEUP);
+			continue;
 		}
 		g = grp();
 		if (!g)
@@ -261,7 +283,7 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 	umcg_leave_running(self, UMCG_TASK_RUNNABLE, false, &c);
 	atomic_store(&next->core, c->idx);	/* c changes if we were BLOCKED */
 	umcg_core_install(c, next);
-	g->backend->wake(next);
+	umcg_wake_put(g, next);
 	umcg_make_runnable(self, c->idx, why);
 	if (why & UMCG_ENQ_PREEMPT) {
 		atomic_fetch_add_explicit(&self->nr_preempts, 1, memory_order_relaxed);
@@ -345,13 +367,18 @@ static int umcg_claim(struct umcg_thread *t)
 	for (;;) {
 		switch (umcg_state_of(s)) {
 		case UMCG_TASK_PARKED:
+			umcg_ref_get(t);
+			atomic_store(&t->awake, 0);
 			if (umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
 						   UMCG_TASK_RUNNING))
 				return 0;
+			umcg_ref_put(t);
 			continue;
 		case UMCG_TASK_RUNNABLE:
 			if (!g->policy->remove(g->policy_priv, t))
 				return -EBUSY;	/* a server is picking it */
+			umcg_ref_get(t);
+			atomic_store(&t->awake, 0);
 			while (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
 						      UMCG_TASK_RUNNING))
 				;
@@ -383,16 +410,19 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 	umcg_set_state_time(t);
 	umcg_core_install(c, t);
 	if (permit) {
-		g->backend->wake(t);
+		umcg_wake_put(g, t);
 		umcg_make_runnable(self, c->idx, UMCG_ENQ_YIELD);
 		return umcg_wait_for_core(self, 0);
 	}
 	atomic_fetch_add_explicit(&g->stats.parks, 1, memory_order_relaxed);
 	seen = umcg_thread_load_state(self);
-	if (umcg_state_of(seen) != UMCG_TASK_RUNNING)
+	if (umcg_state_of(seen) != UMCG_TASK_RUNNING) {
+		/* The fused wake reads @t only before it sleeps. */
 		g->backend->switch_to(self, seen, t);
-	else
-		g->backend->wake(t);
+		umcg_ref_put(t);
+	} else {
+		umcg_wake_put(g, t);
+	}
 	return umcg_wait_for_core(self, 0);
 }
 
@@ -470,7 +500,7 @@ void *umcg_server_main(void *arg)
 			t = umcg_pick(c);
 			if (t) {
 				umcg_core_install(c, t);
-				g->backend->wake(t);
+				umcg_wake_put(g, t);
 				continue;
 			}
 		}
