@@ -87,6 +87,8 @@ static struct umcg_thread *umcg_pick(struct umcg_core *c)
 		return NULL;
 	umcg_ref_get(t);	/* dropped by umcg_wake_put() */
 	atomic_store(&t->awake, 0);
+	/* Before RUNNING: from then on @t may run and read its core. */
+	atomic_store(&t->core, c->idx);
 	s = umcg_thread_load_state(t);
 	do {
 		if (umcg_state_of(s) != UMCG_TASK_RUNNABLE) {
@@ -96,7 +98,6 @@ static struct umcg_thread *umcg_pick(struct umcg_core *c)
 		}
 	} while (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
 				      UMCG_TASK_RUNNING));
-	atomic_store(&t->core, c->idx);
 	umcg_set_state_time(t);
 	return t;
 }
@@ -271,17 +272,37 @@ static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit
 	return 0;
 }
 
+/*
+ * Undo umcg_leave_running() after a failed claim: @self still owns @c.
+ * If an unpark queued it meanwhile, it can only give @c away and wait.
+ */
+static void umcg_back_to_running(struct umcg_thread *self, struct umcg_core *c,
+				 uint32_t left, bool permit)
+{
+	uint32_t s = umcg_thread_load_state(self);
+
+	while (umcg_state_of(s) == left) {
+		uint32_t run = (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNING;
+
+		if (umcg_state_cas(self, &s, permit ? run | UMCG_TF_PERMIT : run))
+			return;
+	}
+	umcg_core_give(c, self);
+	umcg_wait_for_core(self, 0);
+}
+
 int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 {
 	struct umcg_group *g = grp();
-	struct umcg_core *c = &g->cores[atomic_load(&self->core)];
+	struct umcg_core *c;
 	struct umcg_thread *next;
 
-	next = umcg_pick(c);
-	if (!next)
-		return 0;
 	umcg_leave_running(self, UMCG_TASK_RUNNABLE, false, &c);
-	atomic_store(&next->core, c->idx);	/* c changes if we were BLOCKED */
+	next = umcg_pick(c);
+	if (!next) {
+		umcg_back_to_running(self, c, UMCG_TASK_RUNNABLE, false);
+		return 0;
+	}
 	umcg_core_install(c, next);
 	umcg_wake_put(g, next);
 	umcg_make_runnable(self, c->idx, why);
@@ -358,8 +379,8 @@ int umcg_sched_unpark(struct umcg_thread *t, int waker_core)
 	}
 }
 
-/* Claim @t for a directed switch: make it RUNNING, not held by anyone. */
-static int umcg_claim(struct umcg_thread *t)
+/* Claim @t for a directed switch onto @core: make it RUNNING there. */
+static int umcg_claim(struct umcg_thread *t, int core)
 {
 	struct umcg_group *g = grp();
 	uint32_t s = umcg_thread_load_state(t);
@@ -369,6 +390,7 @@ static int umcg_claim(struct umcg_thread *t)
 		case UMCG_TASK_PARKED:
 			umcg_ref_get(t);
 			atomic_store(&t->awake, 0);
+			atomic_store(&t->core, core);
 			if (umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
 						   UMCG_TASK_RUNNING))
 				return 0;
@@ -379,6 +401,7 @@ static int umcg_claim(struct umcg_thread *t)
 				return -EBUSY;	/* a server is picking it */
 			umcg_ref_get(t);
 			atomic_store(&t->awake, 0);
+			atomic_store(&t->core, core);
 			while (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
 						      UMCG_TASK_RUNNING))
 				;
@@ -395,18 +418,21 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 {
 	struct umcg_group *g = grp();
 	struct umcg_core *c;
-	uint32_t seen;
+	uint32_t seen, left = UMCG_TASK_PARKED;
 	bool permit;
 	int ret;
 
-	ret = umcg_claim(t);
-	if (ret)
-		return ret;
 	/* A pending permit turns the park into a yield to @t. */
 	permit = umcg_leave_running(self, UMCG_TASK_PARKED, true, &c) == -EAGAIN;
-	if (permit)
+	if (permit) {
+		left = UMCG_TASK_RUNNABLE;
 		umcg_leave_running(self, UMCG_TASK_RUNNABLE, false, &c);
-	atomic_store(&t->core, c->idx);
+	}
+	ret = umcg_claim(t, c->idx);
+	if (ret) {
+		umcg_back_to_running(self, c, left, permit);
+		return ret;
+	}
 	umcg_set_state_time(t);
 	umcg_core_install(c, t);
 	if (permit) {
