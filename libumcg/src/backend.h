@@ -21,6 +21,20 @@
 
 #include "internal.h"
 
+/* What a kernel backend reports about a worker (struct umcg_event.type). */
+#define UMCG_EV_BLOCKED		1	/* blocked in the kernel: free its core */
+#define UMCG_EV_WOKEN		2	/* its blocking call completed (C3) */
+#define UMCG_EV_EXITED		3	/* died without umcg's exit path (C7) */
+#define UMCG_EV_PREEMPTED	4	/* the kernel took its core (C6) */
+
+struct umcg_event {
+	uint32_t type;
+	struct umcg_thread *thread;
+};
+
+/* Apply one event; called by the server of @c, which polled it. */
+void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
+
 /**
  * struct umcg_backend_ops - a backend
  * @name:        "scx", "kmod" or "user"
@@ -39,6 +53,10 @@
  *               kernel can do it in one step
  * @server_wait: sleep while @c->wake_seq equals @seen
  * @server_wake: wake @c's server after its wake_seq changed
+ * @poll_events: what the kernel saw since the last call, for servers to
+ *               apply (umcg_apply_event()): up to @max into @ev, returns the
+ *               number; NULL for a backend that learns nothing from the
+ *               kernel (user: its monitor acts directly)
  */
 struct umcg_backend_ops {
 	const char *name;
@@ -53,6 +71,7 @@ struct umcg_backend_ops {
 	int (*switch_to)(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next);
 	int (*server_wait)(struct umcg_core *c, uint32_t seen);
 	void (*server_wake)(struct umcg_core *c);
+	int (*poll_events)(struct umcg_core *c, struct umcg_event *ev, int max);
 };
 
 extern const struct umcg_backend_ops umcg_backend_user;

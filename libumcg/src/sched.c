@@ -502,6 +502,48 @@ bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t)
 	return true;
 }
 
+void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev)
+{
+	struct umcg_group *g = c->group;
+	struct umcg_thread *t = ev->thread;
+	int idx = atomic_load(&t->core);
+	struct umcg_core *tc = idx >= 0 ? &g->cores[idx] : c;
+	uint32_t s;
+
+	switch (ev->type) {
+	case UMCG_EV_BLOCKED:
+		pthread_mutex_lock(&tc->lock);
+		umcg_worker_blocked_locked(tc, t);
+		pthread_mutex_unlock(&tc->lock);
+		break;
+	case UMCG_EV_WOKEN:
+		s = umcg_thread_load_state(t);
+		while (umcg_state_of(s) == UMCG_TASK_BLOCKED) {
+			if (umcg_state_cas(t, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE)) {
+				umcg_make_runnable(t, c->idx, UMCG_ENQ_WAKEUP);
+				break;
+			}
+		}
+		break;
+	case UMCG_EV_PREEMPTED:
+	case UMCG_EV_EXITED:
+		/* Take the core back as for a block; an exited thread stays BLOCKED. */
+		pthread_mutex_lock(&tc->lock);
+		umcg_worker_blocked_locked(tc, t);
+		pthread_mutex_unlock(&tc->lock);
+		if (ev->type == UMCG_EV_PREEMPTED) {
+			s = umcg_thread_load_state(t);
+			while (umcg_state_of(s) == UMCG_TASK_BLOCKED &&
+			       !umcg_state_cas(t, &s, (s & ~UMCG_TASK_STATE_MASK) |
+						      UMCG_TASK_RUNNABLE))
+				;
+			if (umcg_state_of(s) == UMCG_TASK_BLOCKED)
+				umcg_make_runnable(t, tc->idx, UMCG_ENQ_PREEMPT);
+		}
+		break;
+	}
+}
+
 /* The server of one core: owns the core while no worker does. */
 void *umcg_server_main(void *arg)
 {
@@ -522,6 +564,13 @@ void *umcg_server_main(void *arg)
 
 		if (atomic_load(&g->stopping))
 			break;
+		if (g->backend->poll_events) {
+			struct umcg_event ev[16];
+			int n = g->backend->poll_events(c, ev, 16);
+
+			for (int i = 0; i < n; i++)
+				umcg_apply_event(c, &ev[i]);
+		}
 		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST)) {
 			t = umcg_pick(c);
 			if (t) {
