@@ -136,6 +136,12 @@ static void umcg_thread_finish(struct umcg_thread *t)
 		free(t);
 }
 
+/* pthread_exit() or cancellation inside a worker: leave as if it returned. */
+static void umcg_worker_cleanup(void *arg)
+{
+	umcg_thread_finish(arg);
+}
+
 static void *umcg_worker_main(void *arg)
 {
 	struct umcg_thread *t = arg;
@@ -143,11 +149,12 @@ static void *umcg_worker_main(void *arg)
 
 	if (t->name[0])
 		pthread_setname_np(pthread_self(), t->name);
-	if (g && umcg_thread_start(g, t, atomic_load(&t->core)) == 0)
-		t->ret = t->fn(t->arg);
-	else
-		t->ret = t->fn(t->arg);	/* group gone: run as a plain thread */
-	umcg_thread_finish(t);
+	/* Without a group (it went away) the thread runs as a plain one. */
+	if (g)
+		umcg_thread_start(g, t, atomic_load(&t->core));
+	pthread_cleanup_push(umcg_worker_cleanup, t);
+	t->ret = t->fn(t->arg);
+	pthread_cleanup_pop(1);
 	return NULL;
 }
 

@@ -457,21 +457,16 @@ void umcg_sched_exit(struct umcg_thread *self)
 {
 	struct umcg_group *g = grp();
 	uint32_t s = umcg_thread_load_state(self);
+	bool owns;
 
-	for (;;) {
-		uint32_t done = (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) | UMCG_TASK_DONE;
-
-		if (umcg_state_of(s) == UMCG_TASK_BLOCKED || !g ||
-		    (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)) {
-			if (umcg_state_cas(self, &s, done))
-				return;
-			continue;
-		}
-		if (umcg_state_cas(self, &s, done))
-			break;
-	}
+	do {
+		owns = umcg_state_of(s) == UMCG_TASK_RUNNING && g &&
+		       !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED);
+	} while (!umcg_state_cas(self, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
+					   UMCG_TASK_DONE));
 	umcg_set_state_time(self);
-	umcg_core_give(&g->cores[atomic_load(&self->core)], self);
+	if (owns)
+		umcg_core_give(&g->cores[atomic_load(&self->core)], self);
 }
 
 /*
