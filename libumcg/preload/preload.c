@@ -42,11 +42,14 @@
  *    single core.
  *
  * e. Exit and fork.  The library's destructor (it runs last, from
- *    _dl_fini) calls umcg_fini(), which detaches the calling thread and
- *    releases any worker still alive.  A forked child has none of the
- *    group's servers: it is unmanaged from the start (every hook passes
- *    through) and gets the process's CPU mask back, since the forking
- *    worker's mask was narrowed to its core's CPU.
+ *    _dl_fini) tears the group down with umcg_fini() on a helper thread,
+ *    so that exit() never waits for a core; every worker still alive is
+ *    released and runs on as a plain thread until the process is gone.  A
+ *    forked child has none of the group's servers: it is unmanaged from the
+ *    start (every hook passes through) and gets the process's CPU mask
+ *    back, since the forking worker's mask was narrowed to its core's CPU.
+ *    A child that executes a program inherits the environment, so that
+ *    program is managed too, in its own group (umcg_setup_cpus()).
  *
  * Only the interposed functions are exported (-fvisibility=hidden).
  */
@@ -545,11 +548,31 @@ __attribute__((constructor)) static void umcg_preload_init(void)
 	atomic_store(&umcg_managed, true);
 }
 
+static void *umcg_fini_main(void *unused)
+{
+	umcg_fini();
+	return NULL;
+}
+
+/*
+ * umcg_fini() runs on a plain helper thread: called by the exiting thread
+ * itself, it would first detach that thread, which waits for a core when
+ * the monitor took its core away (it returned from a blocking call not
+ * interposed here, such as stdio's), and with a worker holding the only
+ * core in a loop that never blocks, exit() would wait forever.  From a
+ * plain thread it waits for nothing: every worker, the exiting one too, is
+ * released and runs on as a plain thread until the process is gone.
+ */
 __attribute__((destructor)) static void umcg_preload_fini(void)
 {
+	pthread_t helper;
+
 	if (!atomic_exchange(&umcg_managed, false))
 		return;
 	umcg_in_lib++;
-	umcg_fini();
+	if (UMCG_REAL(pthread_create, NULL)(&helper, NULL, umcg_fini_main, NULL) == 0)
+		UMCG_REAL(pthread_join, NULL)(helper, NULL);
+	else
+		umcg_fini();
 	umcg_in_lib--;
 }

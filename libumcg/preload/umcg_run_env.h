@@ -7,6 +7,7 @@
  *
  * Every parser returns 0 or -EINVAL and never sets errno.  Header-only:
  * the three users are separate programs and share no library but libumcg.
+ * Needs _GNU_SOURCE (sigabbrev_np(), CPU_COUNT()).
  */
 #ifndef UMCG_RUN_ENV_H
 #define UMCG_RUN_ENV_H
@@ -75,8 +76,8 @@ static inline int umcg_run_parse_u64(const char *s, uint64_t min, uint64_t max,
 /*
  * A signal: a number ("12"), a name with or without "SIG" ("USR2",
  * "SIGUSR2", any case), or "RTMIN+n" / "RTMAX-n".  Refuses the signals a
- * dump cannot use: SIGKILL, SIGSTOP, and SIGURG (the user backend's
- * preemption signal).  0 or -EINVAL.
+ * dump cannot use: SIGKILL, SIGSTOP, SIGURG (the user backend's
+ * preemption signal) and the C library's reserved ones.  0 or -EINVAL.
  */
 static inline int umcg_run_parse_signal(const char *s, int *sig)
 {
@@ -111,8 +112,9 @@ static inline int umcg_run_parse_signal(const char *s, int *sig)
 			}
 		}
 	}
-	if (v < 1 || v >= NSIG || v > SIGRTMAX || v == SIGKILL || v == SIGSTOP ||
-	    v == SIGURG)
+	/* Between 31 and SIGRTMIN: the C library's own (thread cancellation). */
+	if (v < 1 || v >= NSIG || v > SIGRTMAX || (v > 31 && v < SIGRTMIN) ||
+	    v == SIGKILL || v == SIGSTOP || v == SIGURG)
 		return -EINVAL;
 	*sig = v;
 	return 0;

@@ -41,16 +41,17 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  * @probe:       0 when usable here; else -errno and *@why says why
  * @init:        set the backend up for @g (before any server starts)
  * @fini:        undo init (after every server stopped)
- * @worker_register:   the calling thread becomes worker @t; point t->ut
- *                     at its state word
+ * @worker_register:   the calling thread becomes worker @t; t->ut points
+ *                     at t->task, its state word, unless the backend maps
+ *                     its own (then it must carry the word's value over)
  * @worker_unregister: the calling thread (@t) stops being a worker
  * @server_start:      the calling thread is the server of core @c
  * @wait:        sleep while @self's state word equals @seen, at most until
  *               CLOCK_MONOTONIC @abs_ns (0: no limit); 0, -ETIMEDOUT or
  *               -EINTR; may return early
  * @wake:        @t's state was just made RUNNING: let it run
- * @switch_to:   wake(@next) then wait(@self, @seen, 0), fused where the
- *               kernel can do it in one step
+ * @switch_to:   wake(@next), umcg_ref_put(@next), then wait(@self, @seen, 0);
+ *               fused where the kernel can do it in one step
  * @server_wait: sleep while @c->wake_seq equals @seen
  * @server_wake: wake @c's server after its wake_seq changed
  * @poll_events: what the kernel saw since the last call, for servers to

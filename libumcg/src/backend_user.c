@@ -220,9 +220,9 @@ static void user_fini(struct umcg_group *g)
 	g->backend_priv = NULL;
 }
 
+/* The state word is the thread's own t->task, set up at allocation. */
 static int user_worker_register(struct umcg_group *g, struct umcg_thread *t)
 {
-	t->ut = &t->task;
 	return 0;
 }
 
@@ -244,6 +244,7 @@ static void user_wake(struct umcg_thread *t)
 static int user_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next)
 {
 	user_wake(next);
+	umcg_ref_put(next);
 	return user_wait(self, seen, 0);
 }
 

@@ -73,8 +73,9 @@ void umcg_core_kick_idle(struct umcg_group *g, int prefer)
 }
 
 /*
- * The policy's next thread for @c, made RUNNING on @c, or NULL.  The
- * caller then installs it as c->current and wakes it.
+ * The policy's next thread for @c, or NULL.  It stays RUNNABLE, held by
+ * nobody, until umcg_core_run() makes it @c's owner and only then RUNNING:
+ * a thread must never run before the core is recorded as its.
  */
 static struct umcg_thread *umcg_pick(struct umcg_core *c)
 {
@@ -85,26 +86,21 @@ static struct umcg_thread *umcg_pick(struct umcg_core *c)
 	t = g->policy->pick(g->policy_priv, c->idx);
 	if (!t)
 		return NULL;
-	umcg_ref_get(t);	/* dropped by umcg_wake_put() */
-	atomic_store(&t->awake, 0);
-	/* Before RUNNING: from then on @t may run and read its core. */
-	atomic_store(&t->core, c->idx);
 	s = umcg_thread_load_state(t);
-	do {
-		if (umcg_state_of(s) != UMCG_TASK_RUNNABLE) {
-			fprintf(stderr, "libumcg: policy %s returned thread %d in state %u\n",
-				g->policy->name, t->tid, umcg_state_of(s));
-			abort();
-		}
-	} while (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
-				      UMCG_TASK_RUNNING));
-	umcg_set_state_time(t);
+	if (umcg_state_of(s) != UMCG_TASK_RUNNABLE) {
+		fprintf(stderr, "libumcg: policy %s returned thread %d in state %u\n",
+			g->policy->name, t->tid, umcg_state_of(s));
+		abort();
+	}
+	umcg_ref_get(t);	/* dropped once woken: umcg_wake_put() */
+	atomic_store(&t->awake, 0);
+	atomic_store(&t->core, c->idx);
 	return t;
 }
 
 /*
- * Let @t, made RUNNING by pick or claim, run; then drop the reference that
- * kept its memory: it may exit and be freed from here on.
+ * Let @t, made RUNNING by umcg_core_run(), run; then drop the reference
+ * that kept its memory: it may exit and be freed from here on.
  */
 static void umcg_wake_put(struct umcg_group *g, struct umcg_thread *t)
 {
@@ -112,7 +108,7 @@ static void umcg_wake_put(struct umcg_group *g, struct umcg_thread *t)
 	umcg_ref_put(t);
 }
 
-/* Make @t (already picked, RUNNING) the owner of @c. */
+/* Record @t (NULL: the server) as the owner of @c. */
 static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 {
 	pthread_mutex_lock(&c->lock);
@@ -126,6 +122,25 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 	}
 }
 
+/* RUNNABLE (held by the caller) -> RUNNING, keeping the flags but PREEMPT. */
+static void umcg_set_running(struct umcg_thread *t)
+{
+	uint32_t s = umcg_thread_load_state(t);
+
+	while (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
+				      UMCG_TASK_RUNNING))
+		;
+	umcg_set_state_time(t);
+}
+
+/* Give @c to @t, got from umcg_pick() or umcg_claim(), and wake it. */
+static void umcg_core_run(struct umcg_core *c, struct umcg_thread *t)
+{
+	umcg_core_install(c, t);
+	umcg_set_running(t);
+	umcg_wake_put(c->group, t);
+}
+
 /*
  * @self owns @c and its state just left RUNNING: give @c to the policy's
  * next thread, or back to the server.
@@ -134,11 +149,12 @@ void umcg_core_give(struct umcg_core *c, struct umcg_thread *self)
 {
 	struct umcg_thread *next = umcg_pick(c);
 
-	umcg_core_install(c, next);
-	if (next)
-		umcg_wake_put(c->group, next);
-	else
+	if (next) {
+		umcg_core_run(c, next);
+	} else {
+		umcg_core_install(c, NULL);
 		umcg_server_kick(c);
+	}
 }
 
 /* @t was made RUNNABLE by the caller: hand it to the policy. */
@@ -184,8 +200,8 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 		if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)
 			return 0;
 		if (umcg_state_of(s) == UMCG_TASK_RUNNING) {
-			atomic_store(&self->awake, 1);
 			umcg_follow_core(self);
+			atomic_store(&self->awake, 1);
 			return 0;
 		}
 		/* Given a core, then taken for blocked before we woke: requeue. */
@@ -303,8 +319,7 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 		umcg_back_to_running(self, c, UMCG_TASK_RUNNABLE, false);
 		return 0;
 	}
-	umcg_core_install(c, next);
-	umcg_wake_put(g, next);
+	umcg_core_run(c, next);
 	umcg_make_runnable(self, c->idx, why);
 	if (why & UMCG_ENQ_PREEMPT) {
 		atomic_fetch_add_explicit(&self->nr_preempts, 1, memory_order_relaxed);
@@ -379,39 +394,42 @@ int umcg_sched_unpark(struct umcg_thread *t, int waker_core)
 	}
 }
 
-/* Claim @t for a directed switch onto @core: make it RUNNING there. */
+/*
+ * Claim @t for a directed switch onto @core: take it from whoever holds it
+ * (a park, or the policy), leaving it RUNNABLE and held by the caller, as
+ * umcg_pick() does.
+ */
 static int umcg_claim(struct umcg_thread *t, int core)
 {
 	struct umcg_group *g = grp();
-	uint32_t s = umcg_thread_load_state(t);
+	uint32_t s;
 
+	umcg_ref_get(t);
+	s = umcg_thread_load_state(t);
 	for (;;) {
 		switch (umcg_state_of(s)) {
 		case UMCG_TASK_PARKED:
-			umcg_ref_get(t);
-			atomic_store(&t->awake, 0);
-			atomic_store(&t->core, core);
-			if (umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
-						   UMCG_TASK_RUNNING))
-				return 0;
-			umcg_ref_put(t);
-			continue;
+			if (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
+						   UMCG_TASK_RUNNABLE))
+				continue;
+			break;
 		case UMCG_TASK_RUNNABLE:
-			if (!g->policy->remove(g->policy_priv, t))
-				return -EBUSY;	/* a server is picking it */
-			umcg_ref_get(t);
-			atomic_store(&t->awake, 0);
-			atomic_store(&t->core, core);
-			while (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
-						      UMCG_TASK_RUNNING))
-				;
-			return 0;
+			if (g->policy->remove(g->policy_priv, t))
+				break;
+			umcg_ref_put(t);
+			return -EBUSY;	/* a server is picking it */
 		case UMCG_TASK_DONE:
+			umcg_ref_put(t);
 			return -ESRCH;
 		default:
+			umcg_ref_put(t);
 			return -EBUSY;
 		}
+		break;
 	}
+	atomic_store(&t->awake, 0);
+	atomic_store(&t->core, core);
+	return 0;
 }
 
 int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
@@ -433,22 +451,19 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 		umcg_back_to_running(self, c, left, permit);
 		return ret;
 	}
-	umcg_set_state_time(t);
-	umcg_core_install(c, t);
 	if (permit) {
-		umcg_wake_put(g, t);
+		umcg_core_run(c, t);
 		umcg_make_runnable(self, c->idx, UMCG_ENQ_YIELD);
 		return umcg_wait_for_core(self, 0);
 	}
 	atomic_fetch_add_explicit(&g->stats.parks, 1, memory_order_relaxed);
+	umcg_core_install(c, t);
+	umcg_set_running(t);
 	seen = umcg_thread_load_state(self);
-	if (umcg_state_of(seen) != UMCG_TASK_RUNNING) {
-		/* The fused wake reads @t only before it sleeps. */
-		g->backend->switch_to(self, seen, t);
-		umcg_ref_put(t);
-	} else {
+	if (umcg_state_of(seen) != UMCG_TASK_RUNNING)
+		g->backend->switch_to(self, seen, t);	/* puts @t's ref */
+	else
 		umcg_wake_put(g, t);
-	}
 	return umcg_wait_for_core(self, 0);
 }
 
@@ -569,8 +584,7 @@ void *umcg_server_main(void *arg)
 		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST)) {
 			t = umcg_pick(c);
 			if (t) {
-				umcg_core_install(c, t);
-				umcg_wake_put(g, t);
+				umcg_core_run(c, t);
 				continue;
 			}
 		}

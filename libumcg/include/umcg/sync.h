@@ -133,10 +133,10 @@ int umcg_mutex_unlock(umcg_mutex_t *m);
 /**
  * umcg_cond_t - a condition variable for umcg_mutex_t
  *
- * Waiters are woken in FIFO order.  A wait may return 0 without a signal
- * (a spurious wake-up is allowed, as for pthreads; it does not happen with
- * this implementation except when a signal and a timeout race): check the
- * predicate in a loop.
+ * Waiters are woken in FIFO order.  A wait returns 0 only for a signal or
+ * broadcast (a signal that races with a timeout counts as the signal, and
+ * is never lost), but as with pthreads check the predicate in a loop:
+ * another thread may take the mutex first and change it again.
  *
  * Synchronisation table:
  *
@@ -205,9 +205,13 @@ int umcg_cond_broadcast(umcg_cond_t *c);
  * finds a sender waiting on a rendezvous channel), the element goes
  * straight from one to the other; if both are workers, the one that
  * arrived second runs the waiting one on its own core at once with
- * umcg_switch_to() and becomes runnable itself (it continues when the
- * policy picks it again).  A ping-pong between two workers thus stays on
- * one core without a trip through the server.
+ * umcg_switch_to() (C4) and becomes runnable itself: the waiting one
+ * unparks it, and it continues when the policy picks it again.  The
+ * waiting party thus runs without a trip through the policy or a server;
+ * in a strict ping-pong this costs one core switch more per message than
+ * a plain wake-up would (the second party was about to wait anyway).  If
+ * the switch is refused (-EBUSY: the waiting one is still running), it is
+ * woken the plain way.
  *
  * Close: umcg_chan_close() stops the channel.  Senders then get -EPIPE
  * (blocked senders are released with -EPIPE, their element not sent);
@@ -338,6 +342,11 @@ int umcg_async_call(int (*start)(void *arg, struct umcg_completion *c), void *ar
 /* ------------------------------------------------------------------ */
 
 /*
+ * Synchronisation table: every umcg_io_*() call may run concurrently with
+ * every other, on the same fd or not, from any thread.  umcg_io_fini()
+ * concurrent with waiting calls wakes them; they retry and may start a new
+ * poller.  Memory ordering: as for the underlying system calls.
+ *
  * Same arguments and results as read(2), write(2), accept(2) and
  * connect(2), but errors come back as -errno.  The fd is switched to
  * O_NONBLOCK (and stays so); the call is tried; while it would block, a
@@ -363,7 +372,7 @@ int umcg_io_connect(int fd, const struct sockaddr *addr, socklen_t addrlen);
 /*
  * Stops the poller thread (it is also stopped at exit).  Threads still
  * waiting for their fd are woken and try their call again, which may start
- * a new poller.  0, or 0 if none was running.
+ * a new poller.  Always 0 (also when none was running).
  */
 int umcg_io_fini(void);
 

@@ -176,6 +176,12 @@ int umcg_mutex_unlock(umcg_mutex_t *m)
 	/* WAITERS: hand the mutex to the first waiter. */
 	usync_lock(&im->lock);
 	usync_list_ready(&im->waiters);
+	if (cds_list_empty(&im->waiters)) {
+		/* Cannot happen: WAITERS is set only with a waiter queued. */
+		__atomic_store_n(&im->state, 0, __ATOMIC_RELEASE);
+		usync_unlock(&im->lock);
+		return 0;
+	}
 	w = cds_list_first_entry(&im->waiters, struct usync_waiter, node);
 	cds_list_del(&w->node);
 	if (cds_list_empty(&im->waiters))

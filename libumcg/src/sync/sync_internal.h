@@ -25,7 +25,8 @@
  *
  *   Direct hand-off (usync_wake_direct(), for channels): after claiming, a
  *   worker waker publishes HANDOFF with a pointer to a record on its own
- *   stack and calls umcg_switch_to(waiter).  Whoever of the two decides
+ *   stack, unparks the waiter (so that a umcg_park() it is still inside
+ *   returns and it reads HANDOFF) and calls umcg_switch_to(waiter).  Whoever of the two decides
  *   first wins a compare-and-swap on that record:
  *     - the waiter, running, sees HANDOFF; it locks the waiter word
  *       (LOOKING) so the waker cannot leave meanwhile, and if the waker is

@@ -137,8 +137,12 @@ int usync_wait(struct usync_waiter *w, uint64_t deadline_ns)
 				return 0;
 			usync_relax();
 			continue;
-		default:
+		case USYNC_WAITING:
 			break;
+		default:
+			/* LOOKING is ours and never seen here. */
+			usync_relax();
+			continue;
 		}
 
 		now = deadline_ns ? usync_now_ns() : 0;
@@ -192,6 +196,13 @@ void usync_wake_direct(struct usync_waiter *w)
 	}
 	w->hand = &h;
 	__atomic_store_n(&w->state, USYNC_HANDOFF, __ATOMIC_RELEASE);
+	/*
+	 * A permit first: @t may be inside umcg_park() but RUNNABLE (the
+	 * runtime requeued it, e.g. after taking its core for blocked); the
+	 * switch then only finishes that step and @t goes on to park.  With
+	 * the permit, that park returns and @t reads HANDOFF.
+	 */
+	umcg_unpark(t);
 	umcg_switch_to(t);
 	if (__atomic_compare_exchange_n(&h.state, &p, USYNC_H_S_DONE, false,
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -203,8 +214,9 @@ void usync_wake_direct(struct usync_waiter *w)
 		for (;;) {
 			uint32_t s = USYNC_HANDOFF;
 
+			/* Acquire: the waiter's look at *h is over before we go. */
 			if (__atomic_compare_exchange_n(&w->state, &s, USYNC_WOKEN, false,
-							__ATOMIC_RELEASE, __ATOMIC_RELAXED))
+							__ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 				break;
 			usync_relax();	/* LOOKING: the waiter backs off soon */
 		}
