@@ -78,6 +78,12 @@ static uint64_t user_thread_cpu_ns(struct umcg_thread *t)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/* Has @t used no CPU time since the sample *@arg? */
+static bool user_thread_still_asleep(struct umcg_thread *t, void *arg)
+{
+	return user_thread_cpu_ns(t) == *(const uint64_t *)arg;
+}
+
 /* Does /proc say @tid sleeps in the kernel (state S or D)? */
 static bool user_thread_sleeps(pid_t tid)
 {
@@ -124,7 +130,7 @@ static bool user_sample_core(struct umcg_group *g, struct umcg_core *c,
 		smp->idle_since_ns = now;
 	} else if (now - smp->idle_since_ns >= g->blocked_ns &&
 		   atomic_load(&t->awake) && user_thread_sleeps(t->tid)) {
-		acted = umcg_worker_blocked_locked(c, t);
+		acted = umcg_worker_blocked_locked(c, t, user_thread_still_asleep, &cpu);
 		smp->owner = NULL;
 		goto out;
 	}

@@ -42,14 +42,15 @@ int umcg_stats(struct umcg_stats *st)
 int umcg_dump(FILE *f)
 {
 	struct umcg_group *g = atomic_load(&umcg_group);
+	struct umcg_thread *t, *self;
 	struct umcg_stats st;
-	struct umcg_thread *t;
 	uint64_t now = umcg_now_ns();
 
 	if (!f)
 		return -EINVAL;
 	if (!g)
 		return -ESRCH;
+	self = umcg_lib_hold();
 	umcg_stats(&st);
 	fprintf(f, "umcg: backend %s, policy %s, %u cores, %llu live workers\n",
 		g->backend->name, g->policy->name, g->nr_cores,
@@ -88,6 +89,7 @@ int umcg_dump(FILE *f)
 	}
 	pthread_mutex_unlock(&g->threads_lock);
 	fflush(f);
+	umcg_lib_unhold(self);
 	return 0;
 }
 

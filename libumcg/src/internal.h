@@ -51,11 +51,14 @@ struct umcg_thread {
 	struct umcg_task task __attribute__((aligned(UMCG_CACHELINE)));
 	/* The state word the backend and the runtime use. */
 	struct umcg_task *ut;
+	/* Its group; the group outlives its threads (see umcg_fini()). */
+	struct umcg_group *group;
 
 	pid_t tid;
 	pthread_t pthread;
 	_Atomic uint32_t flags;
 	int32_t pref_core;		/* umcg_attr.core, or -1 */
+	int32_t spawn_core;		/* core of its spawner, or -1 */
 	_Atomic int32_t core;		/* core it runs on or last ran on, -1 */
 	int32_t pinned_cpu;		/* CPU its affinity is set to, -1 */
 	char name[16];
@@ -184,10 +187,32 @@ void umcg_sched_exit(struct umcg_thread *self);
 void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flags);
 int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_timeout_ns);
 void *umcg_server_main(void *arg);
-void umcg_core_kick_idle(struct umcg_group *g, int prefer);
+void umcg_core_kick_idle(struct umcg_group *g, int core, int start);
 void umcg_lib_enter(struct umcg_thread *self);
 void umcg_lib_leave(struct umcg_thread *self);
-bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t);
+
+/*
+ * For calls that need no core but run policy or runtime code: defer a
+ * preemption signal to the way out (the handler would otherwise re-enter
+ * locks the interrupted call holds).  Returns the caller's worker or NULL.
+ */
+static inline struct umcg_thread *umcg_lib_hold(void)
+{
+	struct umcg_thread *self = umcg_current;
+
+	if (!self || (atomic_load(&self->flags) & UMCG_THREAD_RELEASED))
+		return NULL;
+	atomic_fetch_add(&self->in_lib, 1);
+	return self;
+}
+
+static inline void umcg_lib_unhold(struct umcg_thread *self)
+{
+	if (self)
+		umcg_lib_leave(self);
+}
+bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t,
+				bool (*asleep)(struct umcg_thread *t, void *arg), void *arg);
 void umcg_worker_preempt(struct umcg_thread *self);
 
 /* runtime.c */

@@ -16,9 +16,10 @@ static void fifo_fini(void *priv)
 	umcg_rq_free(priv);
 }
 
-static void fifo_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
+static int fifo_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
 {
 	umcg_rq_push(priv, 0, t);
+	return -1;
 }
 
 static umcg_thread_t *fifo_pick(void *priv, int core)

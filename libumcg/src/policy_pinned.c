@@ -2,8 +2,9 @@
 /*
  * policy_pinned.c - "pinned": a thread always runs on one core.
  *
- * Its core is umcg_attr.core, or else the core it was first queued for
- * (the spawner's), fixed from then on.  No stealing: an idle core waits.
+ * Its core is umcg_attr.core, or else the core of the worker that spawned
+ * it, or else one chosen by its tid, fixed at its first enqueue.  No
+ * stealing: an idle core waits.
  *
  * Lock order: see runqueue.c.
  */
@@ -19,16 +20,14 @@ static void pinned_fini(void *priv)
 	umcg_rq_free(priv);
 }
 
-static void pinned_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
+static int pinned_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
 {
 	if (t->pref_core < 0) {
-		int c = atomic_load(&t->core);
-
-		/* Fixed at the first enqueue; spread threads without a hint. */
-		t->pref_core = c >= 0 ? c : (int)((unsigned int)t->tid %
-						  ((struct umcg_rq_set *)priv)->nr);
+		/* Fixed at the first enqueue: the spawner's core, if any. */
+		t->pref_core = core >= 0 ? core : (int)((unsigned int)t->tid %
+							((struct umcg_rq_set *)priv)->nr);
 	}
-	umcg_rq_push(priv, t->pref_core, t);
+	return umcg_rq_push(priv, t->pref_core, t);
 }
 
 static umcg_thread_t *pinned_pick(void *priv, int core)

@@ -21,11 +21,12 @@ static void steal_fini(void *priv)
 	umcg_rq_free(priv);
 }
 
-static void steal_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
+static int steal_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
 {
 	if (core < 0)
 		core = t->pref_core >= 0 ? t->pref_core : atomic_load(&t->core);
-	umcg_rq_push(priv, core < 0 ? 0 : (unsigned int)core, t);
+	/* Its queue's core first; any idle core may steal it. */
+	return umcg_rq_push(priv, core < 0 ? 0 : (unsigned int)core, t);
 }
 
 static umcg_thread_t *steal_pick(void *priv, int core)

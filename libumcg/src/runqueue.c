@@ -36,7 +36,7 @@ void umcg_rq_free(struct umcg_rq_set *set)
 	free(set);
 }
 
-void umcg_rq_push(struct umcg_rq_set *set, unsigned int q, struct umcg_thread *t)
+int umcg_rq_push(struct umcg_rq_set *set, unsigned int q, struct umcg_thread *t)
 {
 	struct umcg_rq *rq = &set->rq[q % set->nr];
 
@@ -45,6 +45,7 @@ void umcg_rq_push(struct umcg_rq_set *set, unsigned int q, struct umcg_thread *t
 	__atomic_store_n(&t->policy_queue, (int32_t)(q % set->nr), __ATOMIC_RELAXED);
 	atomic_fetch_add_explicit(&rq->len, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&rq->lock);
+	return (int)(q % set->nr);
 }
 
 struct umcg_thread *umcg_rq_pop(struct umcg_rq_set *set, unsigned int q)

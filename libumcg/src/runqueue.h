@@ -29,7 +29,8 @@ struct umcg_rq_set {
 
 int umcg_rq_alloc(struct umcg_rq_set **set, unsigned int nr);
 void umcg_rq_free(struct umcg_rq_set *set);
-void umcg_rq_push(struct umcg_rq_set *set, unsigned int q, struct umcg_thread *t);
+/* Queue @t on queue @q (modulo the number of queues); returns that queue. */
+int umcg_rq_push(struct umcg_rq_set *set, unsigned int q, struct umcg_thread *t);
 /* The oldest thread of queue @q, or NULL. */
 struct umcg_thread *umcg_rq_pop(struct umcg_rq_set *set, unsigned int q);
 /* 1 if @t was queued and is no longer, else 0. */

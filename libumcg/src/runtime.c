@@ -73,24 +73,35 @@ static int umcg_check_policy(const struct umcg_policy_ops *p)
 	return p->name && p->enqueue && p->pick && p->remove ? 0 : -EINVAL;
 }
 
-/* The calling thread becomes worker @t and waits for a core. */
+/*
+ * The calling thread becomes worker @t of @g and waits for a core; or, if
+ * the group is being torn down, -ESRCH and it runs as a plain thread.
+ */
 static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int waker_core)
 {
 	uint32_t s;
 	int ret;
 
 	t->tid = gettid();
-	umcg_current = t;
-	atomic_fetch_add(&t->in_lib, 1);
+	pthread_mutex_lock(&g->threads_lock);
+	if (atomic_load(&g->stopping)) {
+		pthread_mutex_unlock(&g->threads_lock);
+		atomic_fetch_or(&t->flags, UMCG_THREAD_RELEASED);
+		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
+		return -ESRCH;
+	}
 	ret = g->backend->worker_register(g, t);
 	if (ret) {
-		umcg_current = NULL;
+		pthread_mutex_unlock(&g->threads_lock);
+		atomic_fetch_or(&t->flags, UMCG_THREAD_RELEASED);
+		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
 		return ret;
 	}
-	pthread_mutex_lock(&g->threads_lock);
 	cds_list_add_tail(&t->all_node, &g->threads);
 	pthread_mutex_unlock(&g->threads_lock);
 
+	umcg_current = t;
+	atomic_fetch_add(&t->in_lib, 1);
 	s = umcg_thread_load_state(t);
 	while (!umcg_state_cas(t, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE))
 		;
@@ -103,22 +114,30 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 /* t->joiner once @t is done: a joiner that comes later must not park. */
 #define UMCG_JOINER_DONE	((struct umcg_thread *)1)
 
-/* The calling worker @t is done: leave the group, wake its joiner. */
+/* Wait until nobody holds a reference to @t (wakers, the monitor). */
+static void umcg_thread_quiesce(struct umcg_thread *t)
+{
+	while (atomic_load_explicit(&t->refs, memory_order_acquire))
+		sched_yield();
+}
+
+/*
+ * The calling worker @t is done: leave the group, wake its joiner.  The
+ * group is not touched after stats.live drops: umcg_fini() may free it.
+ */
 static void umcg_thread_finish(struct umcg_thread *t)
 {
-	struct umcg_group *g = grp();
+	struct umcg_group *g = t->group;
 	struct umcg_thread *joiner;
 	bool released = atomic_load(&t->flags) & UMCG_THREAD_RELEASED;
 
 	atomic_fetch_add(&t->in_lib, 1);
 	umcg_sched_exit(t);
-	if (!released && g) {
+	if (!released) {
 		pthread_mutex_lock(&g->threads_lock);
 		cds_list_del(&t->all_node);
 		pthread_mutex_unlock(&g->threads_lock);
 		g->backend->worker_unregister(g, t);
-		atomic_fetch_add_explicit(&g->stats.exited, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_relaxed);
 	}
 	umcg_current = NULL;
 	/*
@@ -131,9 +150,15 @@ static void umcg_thread_finish(struct umcg_thread *t)
 			umcg_sched_unpark(joiner, -1);
 		umcg_ref_put(joiner);
 	}
+	if (!released) {
+		atomic_fetch_add_explicit(&g->stats.exited, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
+	}
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
-	if (atomic_load(&t->flags) & UMCG_THREAD_DETACHED)
+	if (atomic_load(&t->flags) & UMCG_THREAD_DETACHED) {
+		umcg_thread_quiesce(t);
 		free(t);
+	}
 }
 
 /* pthread_exit() or cancellation inside a worker: leave as if it returned. */
@@ -145,17 +170,15 @@ static void umcg_worker_cleanup(void *arg)
 static void *umcg_worker_main(void *arg)
 {
 	struct umcg_thread *t = arg;
-	struct umcg_group *g = grp();
 
 	if (t->name[0])
 		pthread_setname_np(pthread_self(), t->name);
-	/* Without a group (it went away) the thread runs as a plain one. */
-	if (g)
-		umcg_thread_start(g, t, atomic_load(&t->core));
+	/* Without the group (being torn down) the thread runs as a plain one. */
+	umcg_thread_start(t->group, t, t->spawn_core);
 	pthread_cleanup_push(umcg_worker_cleanup, t);
 	t->ret = t->fn(t->arg);
 	pthread_cleanup_pop(1);
-	return NULL;
+	return t->ret;
 }
 
 static struct umcg_thread *umcg_thread_alloc(void)
@@ -169,6 +192,7 @@ static struct umcg_thread *umcg_thread_alloc(void)
 	memset(t, 0, sizeof(*t));
 	t->ut = &t->task;
 	t->pref_core = -1;
+	t->spawn_core = -1;
 	t->core = -1;
 	t->pinned_cpu = -1;
 	t->policy_queue = -1;
@@ -374,7 +398,8 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 	}
 	if (!tp && !(a.flags & UMCG_ATTR_DETACHED))
 		return -EINVAL;
-	if (!g)
+	if (!g || atomic_load(&g->stopping) ||
+	    (self && (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)))
 		return -ESRCH;
 	if (a.core < -1 || a.core >= (int32_t)g->nr_cores)
 		return -EINVAL;
@@ -384,9 +409,9 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 		return -ENOMEM;
 	t->fn = fn;
 	t->arg = arg;
+	t->group = g;
 	t->pref_core = a.core;
-	/* Until it first runs, its "core" is where it should be queued. */
-	t->core = a.core >= 0 ? a.core : self ? atomic_load(&self->core) : -1;
+	t->spawn_core = self ? atomic_load(&self->core) : -1;
 	if (a.flags & UMCG_ATTR_DETACHED)
 		atomic_fetch_or(&t->flags, UMCG_THREAD_DETACHED);
 	if (a.name)
@@ -404,7 +429,9 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 		*tp = t;
 	atomic_fetch_add_explicit(&g->stats.spawned, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed);
+	self = umcg_lib_hold();
 	ret = -pthread_create(&t->pthread, &pa, umcg_worker_main, t);
+	umcg_lib_unhold(self);
 	pthread_attr_destroy(&pa);
 	if (ret) {
 		atomic_fetch_sub_explicit(&g->stats.spawned, 1, memory_order_relaxed);
@@ -419,6 +446,7 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 int umcg_join(umcg_thread_t *t, void **retp)
 {
 	struct umcg_thread *self = umcg_current;
+	void *value;
 	uint32_t s;
 	int ret = 0;
 
@@ -426,7 +454,7 @@ int umcg_join(umcg_thread_t *t, void **retp)
 		return -EINVAL;
 	if (t == self)
 		return -EDEADLK;
-	if (self && !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED) && grp()) {
+	if (self && !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED)) {
 		struct umcg_thread *none = NULL;
 
 		umcg_lib_enter(self);
@@ -446,12 +474,11 @@ int umcg_join(umcg_thread_t *t, void **retp)
 	}
 	while (umcg_state_of(s = umcg_thread_load_state(t)) != UMCG_TASK_DONE)
 		umcg_futex_wait((_Atomic uint32_t *)&t->ut->state, s, 0);
-	pthread_join(t->pthread, NULL);
-	/* Wakers may still hold it for a moment (t->refs). */
-	while (atomic_load_explicit(&t->refs, memory_order_acquire))
-		sched_yield();
+	/* Its pthread's exit value: the return value, or pthread_exit()'s. */
+	pthread_join(t->pthread, &value);
+	umcg_thread_quiesce(t);
 	if (retp)
-		*retp = t->ret;
+		*retp = value;
 	free(t);
 	return 0;
 }
@@ -477,6 +504,7 @@ int umcg_attach(umcg_thread_t **tp)
 	if (!t)
 		return -ENOMEM;
 	t->pthread = pthread_self();
+	t->group = g;
 	atomic_fetch_or(&t->flags, UMCG_THREAD_ATTACHED);
 	pthread_getname_np(t->pthread, t->name, sizeof(t->name));
 	atomic_fetch_add_explicit(&g->stats.spawned, 1, memory_order_relaxed);
@@ -484,7 +512,6 @@ int umcg_attach(umcg_thread_t **tp)
 	ret = umcg_thread_start(g, t, -1);
 	if (ret) {
 		atomic_fetch_sub_explicit(&g->stats.spawned, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_relaxed);
 		free(t);
 		return ret;
 	}
@@ -520,7 +547,7 @@ static struct umcg_thread *umcg_worker_enter(int *ret)
 		*ret = -EPERM;
 		return NULL;
 	}
-	if ((atomic_load(&self->flags) & UMCG_THREAD_RELEASED) || !grp()) {
+	if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED) {
 		*ret = -ESRCH;
 		return NULL;
 	}
@@ -569,13 +596,17 @@ int umcg_park_timeout(uint64_t ns)
 
 int umcg_unpark(umcg_thread_t *t)
 {
-	struct umcg_thread *self = umcg_current;
+	struct umcg_thread *self;
+	int ret;
 
 	if (!t)
 		return -EINVAL;
-	if ((atomic_load(&t->flags) & UMCG_THREAD_RELEASED) || !grp())
+	if (atomic_load(&t->flags) & UMCG_THREAD_RELEASED)
 		return -ESRCH;
-	return umcg_sched_unpark(t, self && self != t ? atomic_load(&self->core) : -1);
+	self = umcg_lib_hold();
+	ret = umcg_sched_unpark(t, self && self != t ? atomic_load(&self->core) : -1);
+	umcg_lib_unhold(self);
+	return ret;
 }
 
 int umcg_switch_to(umcg_thread_t *t)

@@ -35,11 +35,6 @@ uint64_t umcg_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-static inline struct umcg_group *grp(void)
-{
-	return atomic_load(&umcg_group);
-}
-
 static void umcg_set_state_time(struct umcg_thread *t)
 {
 	atomic_store_explicit(&t->state_since_ns, umcg_now_ns(), memory_order_relaxed);
@@ -52,18 +47,28 @@ void umcg_server_kick(struct umcg_core *c)
 }
 
 /*
- * Wake the server of an idle core so that it picks: @prefer's first, else
- * the first idle one.  A core that goes idle later is covered: going idle
- * kicks its own server, which picks again.
+ * Wake the server of an idle core so that it picks: @core's (the one the
+ * policy named), else the first idle one from @start.  A server that finds
+ * nothing it may run goes back to sleep; a core that goes idle later is
+ * covered too, since going idle kicks its own server, which picks again.
  */
-void umcg_core_kick_idle(struct umcg_group *g, int prefer)
+void umcg_core_kick_idle(struct umcg_group *g, int core, int start)
 {
 	unsigned int n = g->nr_cores;
 
-	if (prefer < 0 || (unsigned int)prefer >= n)
-		prefer = 0;
+	if (core >= 0) {
+		struct umcg_core *c = &g->cores[(unsigned int)core % n];
+
+		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST)) {
+			umcg_server_kick(c);
+			return;
+		}
+		start = core;
+	}
+	if (start < 0 || (unsigned int)start >= n)
+		start = 0;
 	for (unsigned int i = 0; i < n; i++) {
-		struct umcg_core *c = &g->cores[(prefer + i) % n];
+		struct umcg_core *c = &g->cores[(start + i) % n];
 
 		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST)) {
 			umcg_server_kick(c);
@@ -157,23 +162,24 @@ void umcg_core_give(struct umcg_core *c, struct umcg_thread *self)
 	}
 }
 
-/* @t was made RUNNABLE by the caller: hand it to the policy. */
+/*
+ * @t was made RUNNABLE by the caller: hand it to the policy.  @t may run
+ * (and exit) as soon as it is queued: it is not touched after enqueue.
+ */
 void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flags)
 {
-	struct umcg_group *g = grp();
-	/* Read @t before enqueue: from then on it may run and exit. */
-	int kick = t->pref_core >= 0 ? t->pref_core :
-		   waker_core >= 0 ? waker_core : atomic_load(&t->core);
+	struct umcg_group *g = t->group;
+	int core;
 
 	umcg_set_state_time(t);
-	g->policy->enqueue(g->policy_priv, t, waker_core, flags);
-	umcg_core_kick_idle(g, kick);
+	core = g->policy->enqueue(g->policy_priv, t, waker_core, flags);
+	umcg_core_kick_idle(g, core, waker_core);
 }
 
 /* Run on the CPU of the core we were given (only when it changed). */
 static void umcg_follow_core(struct umcg_thread *self)
 {
-	struct umcg_group *g = grp();
+	struct umcg_group *g = self->group;
 	int core = atomic_load(&self->core);
 	cpu_set_t set;
 
@@ -211,9 +217,7 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 				umcg_make_runnable(self, -1, UMCG_ENQ_WAKEUP);
 			continue;
 		}
-		g = grp();
-		if (!g)
-			return 0;
+		g = self->group;
 		ret = g->backend->wait(self, s, abs_ns);
 		if (ret == -ETIMEDOUT && abs_ns)
 			return -ETIMEDOUT;
@@ -259,7 +263,7 @@ void umcg_lib_leave(struct umcg_thread *self)
 static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit,
 			      struct umcg_core **core)
 {
-	struct umcg_group *g = grp();
+	struct umcg_group *g = self->group;
 	uint32_t s = umcg_thread_load_state(self);
 
 	for (;;) {
@@ -309,7 +313,7 @@ static void umcg_back_to_running(struct umcg_thread *self, struct umcg_core *c,
 
 int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 {
-	struct umcg_group *g = grp();
+	struct umcg_group *g = self->group;
 	struct umcg_core *c;
 	struct umcg_thread *next;
 
@@ -319,14 +323,15 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 		umcg_back_to_running(self, c, UMCG_TASK_RUNNABLE, false);
 		return 0;
 	}
-	umcg_core_run(c, next);
-	umcg_make_runnable(self, c->idx, why);
 	if (why & UMCG_ENQ_PREEMPT) {
 		atomic_fetch_add_explicit(&self->nr_preempts, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
 	} else {
 		atomic_fetch_add_explicit(&g->stats.yields, 1, memory_order_relaxed);
 	}
+	/* Queued before @next runs: a RUNNABLE thread is always held (C5). */
+	umcg_make_runnable(self, c->idx, why);
+	umcg_core_run(c, next);
 	return umcg_wait_for_core(self, 0);
 }
 
@@ -347,7 +352,7 @@ void umcg_worker_preempt(struct umcg_thread *self)
  */
 int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 {
-	struct umcg_group *g = grp();
+	struct umcg_group *g = self->group;
 	struct umcg_core *c;
 	uint32_t s;
 	int ret;
@@ -401,7 +406,7 @@ int umcg_sched_unpark(struct umcg_thread *t, int waker_core)
  */
 static int umcg_claim(struct umcg_thread *t, int core)
 {
-	struct umcg_group *g = grp();
+	struct umcg_group *g = t->group;
 	uint32_t s;
 
 	umcg_ref_get(t);
@@ -434,7 +439,7 @@ static int umcg_claim(struct umcg_thread *t, int core)
 
 int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 {
-	struct umcg_group *g = grp();
+	struct umcg_group *g = self->group;
 	struct umcg_core *c;
 	uint32_t seen, left = UMCG_TASK_PARKED;
 	bool permit;
@@ -452,8 +457,8 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 		return ret;
 	}
 	if (permit) {
-		umcg_core_run(c, t);
 		umcg_make_runnable(self, c->idx, UMCG_ENQ_YIELD);
+		umcg_core_run(c, t);
 		return umcg_wait_for_core(self, 0);
 	}
 	atomic_fetch_add_explicit(&g->stats.parks, 1, memory_order_relaxed);
@@ -470,7 +475,7 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 /* @self is done: give its core away (if it still has one). */
 void umcg_sched_exit(struct umcg_thread *self)
 {
-	struct umcg_group *g = grp();
+	struct umcg_group *g = self->group;
 	uint32_t s = umcg_thread_load_state(self);
 	bool owns;
 
@@ -491,22 +496,39 @@ void umcg_sched_exit(struct umcg_thread *self)
  * Called with c->lock held, which keeps @t alive: an owner cannot exit
  * without taking it.  Returns true if @c was taken from @t.
  */
-bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t)
+bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t,
+				bool (*asleep)(struct umcg_thread *t, void *arg), void *arg)
 {
 	struct umcg_group *g = c->group;
-	uint32_t s;
+	uint32_t s, blocked;
 
 	if (c->current != t)
 		return false;
+	/* Once BLOCKED, @t may exit without taking c->lock: pin it. */
+	umcg_ref_get(t);
 	s = umcg_thread_load_state(t);
 	do {
-		if (umcg_state_of(s) != UMCG_TASK_RUNNING)
+		if (umcg_state_of(s) != UMCG_TASK_RUNNING) {
+			umcg_ref_put(t);
 			return false;
-	} while (!umcg_state_cas(t, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_BLOCKED));
+		}
+		blocked = (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_BLOCKED;
+	} while (!umcg_state_cas(t, &s, blocked));
+	/*
+	 * @t may have woken after the caller looked and before the CAS, and
+	 * passed its last look at its state: it would run on beside the core's
+	 * next owner.  Look again now that BLOCKED is visible; if it ran, give
+	 * RUNNING back (unless it saw BLOCKED and queues for a core already).
+	 */
+	if (asleep && !asleep(t, arg) && umcg_state_cas(t, &blocked, s)) {
+		umcg_ref_put(t);
+		return false;
+	}
 	__atomic_store_n(&c->current, NULL, __ATOMIC_SEQ_CST);
 	atomic_fetch_add(&c->nr_switches, 1);
 	umcg_set_state_time(t);
 	atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
+	umcg_ref_put(t);
 	atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
 	umcg_server_kick(c);
 	return true;
@@ -523,7 +545,7 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev)
 	switch (ev->type) {
 	case UMCG_EV_BLOCKED:
 		pthread_mutex_lock(&tc->lock);
-		umcg_worker_blocked_locked(tc, t);
+		umcg_worker_blocked_locked(tc, t, NULL, NULL);
 		pthread_mutex_unlock(&tc->lock);
 		break;
 	case UMCG_EV_WOKEN:
@@ -539,7 +561,7 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev)
 	case UMCG_EV_EXITED:
 		/* Take the core back as for a block; an exited thread stays BLOCKED. */
 		pthread_mutex_lock(&tc->lock);
-		umcg_worker_blocked_locked(tc, t);
+		umcg_worker_blocked_locked(tc, t, NULL, NULL);
 		pthread_mutex_unlock(&tc->lock);
 		if (ev->type == UMCG_EV_PREEMPTED) {
 			s = umcg_thread_load_state(t);

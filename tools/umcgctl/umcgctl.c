@@ -5,15 +5,20 @@
  *   umcgctl info              what /dev/umcg's module and sched_ext offer
  *   umcgctl ext -- CMD ARGS   run CMD under SCHED_EXT (inherited by its
  *                             threads and children)
+ *   umcgctl dump PID          ask a libumcg process (umcg-run's, or one that
+ *                             called umcg_dump_on_signal()) for a thread dump
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include "kmod_probe.h"
+#include "umcg_run_env.h"
 
 #ifndef SCHED_EXT
 #define SCHED_EXT 7
@@ -34,13 +39,21 @@ static void usage(FILE *f)
 {
 	fprintf(f, "Usage: umcgctl info\n"
 		   "       umcgctl ext [--] COMMAND [ARG]...\n"
+		   "       umcgctl dump PID\n"
 		   "\n"
 		   "  info   the kernel module behind " UMCG_DEVICE_PATH
 		   " (ABI version, features)\n"
 		   "         and the sched_ext scheduler state\n"
 		   "  ext    run COMMAND with the SCHED_EXT policy: its threads are\n"
 		   "         scheduled by the loaded sched_ext scheduler (by the\n"
-		   "         fair class when none is loaded)\n");
+		   "         fair class when none is loaded)\n"
+		   "  dump   make process PID (run by umcg-run, or one that called\n"
+		   "         umcg_dump_on_signal()) write a thread dump to its own\n"
+		   "         standard error: every worker, its state, core, time in\n"
+		   "         state and switch counts.  Sends $UMCG_DUMP_SIGNAL\n"
+		   "         (default USR2), and only if PID catches that signal\n"
+		   "\n"
+		   "Exit status: 0 done, 1 failed (as printed), 2 bad arguments.\n");
 }
 
 /* Reads the first line of @path into @buf; "-" when it cannot. */
@@ -116,12 +129,87 @@ static int cmd_ext(int argc, char **argv)
 	return 127;
 }
 
+/*
+ * Does @pid catch @sig?  1 yes, 0 no, -errno when /proc cannot tell.  A
+ * process that does not would be killed by SIGUSR2's default action.
+ */
+static int catches_signal(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	unsigned long long mask;
+	int ret = -ENODATA;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "SigCgt: %llx", &mask) == 1) {
+			ret = sig <= 64 && (mask >> (sig - 1)) & 1;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+static int cmd_dump(int argc, char **argv)
+{
+	const char *name;
+	uint64_t pid;
+	int sig, ret;
+
+	if (argc != 1) {
+		fprintf(stderr, "umcgctl dump: %s\n", argc ? "too many arguments" : "no PID given");
+		usage(stderr);
+		return 2;
+	}
+	if (umcg_run_parse_u64(argv[0], 1, INT_MAX, &pid)) {
+		fprintf(stderr, "umcgctl dump: '%s' is not a process ID\n", argv[0]);
+		return 2;
+	}
+	if (umcg_run_dump_signal(&sig)) {
+		fprintf(stderr, "umcgctl dump: $" UMCG_RUN_ENV_DUMP_SIGNAL "='%s' is not a usable signal\n",
+			getenv(UMCG_RUN_ENV_DUMP_SIGNAL));
+		return 2;
+	}
+	name = sigabbrev_np(sig);
+	if (kill((pid_t)pid, 0) && errno == ESRCH) {
+		fprintf(stderr, "umcgctl dump: no process %llu\n", (unsigned long long)pid);
+		return 1;
+	}
+	ret = catches_signal((pid_t)pid, sig);
+	if (ret < 0) {
+		fprintf(stderr, "umcgctl dump: process %llu: cannot read its signal state: %s\n",
+			(unsigned long long)pid, strerror(-ret));
+		return 1;
+	}
+	if (!ret) {
+		fprintf(stderr, "umcgctl dump: process %llu does not catch signal %d (%s%s): "
+			"it does not run under umcg-run (nor call umcg_dump_on_signal()); "
+			"not signalling it\n", (unsigned long long)pid, sig,
+			name ? "SIG" : "", name ? name : "realtime");
+		return 1;
+	}
+	if (kill((pid_t)pid, sig)) {
+		fprintf(stderr, "umcgctl dump: process %llu: %s\n", (unsigned long long)pid,
+			errno == ESRCH ? "no such process" : strerror(errno));
+		return 1;
+	}
+	printf("umcgctl: sent signal %d to %llu; it writes the dump to its standard error\n",
+	       sig, (unsigned long long)pid);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "info"))
 		return cmd_info();
 	if (argc >= 2 && !strcmp(argv[1], "ext"))
 		return cmd_ext(argc - 2, argv + 2);
+	if (argc >= 2 && !strcmp(argv[1], "dump"))
+		return cmd_dump(argc - 2, argv + 2);
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		usage(stdout);
 		return 0;

@@ -50,7 +50,12 @@ extern "C" {
  * @fini:    free what init made; no thread is held any more
  * @enqueue: take runnable @t; @core is the core of the thread that made it
  *           runnable (the waker's, or its own on yield/preempt), or -1 when
- *           not called from a core (e.g. a timer or a plain thread)
+ *           not called from a core (e.g. a timer or a plain thread).
+ *           Returns the core that should run @t: its server is woken if that
+ *           core is idle, else the server of another idle core (which may
+ *           find nothing it can run); -1 when any core may.  Once @t is
+ *           queued it must not be touched: another core may run it, and it
+ *           may exit
  * @pick:    the next thread to run on @core, no longer held, or NULL
  * @remove:  if @t is held, stop holding it and return 1; else return 0
  */
@@ -58,7 +63,7 @@ struct umcg_policy_ops {
 	const char *name;
 	int (*init)(void **priv, unsigned int nr_cores);
 	void (*fini)(void *priv);
-	void (*enqueue)(void *priv, umcg_thread_t *t, int core, unsigned int flags);
+	int (*enqueue)(void *priv, umcg_thread_t *t, int core, unsigned int flags);
 	umcg_thread_t *(*pick)(void *priv, int core);
 	int (*remove)(void *priv, umcg_thread_t *t);
 };

@@ -212,14 +212,16 @@ static void c6_slow_fini(void *priv)
 	free(s);
 }
 
-static void c6_slow_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
+static int c6_slow_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
 {
 	struct c6_slow *s = priv;
+	int ret;
 
 	pthread_mutex_lock(&s->lock);
 	ct_spin_ns(20 * CT_US);
-	umcg_policy_find("fifo")->enqueue(s->fifo, t, core, flags);
+	ret = umcg_policy_find("fifo")->enqueue(s->fifo, t, core, flags);
 	pthread_mutex_unlock(&s->lock);
+	return ret;
 }
 
 static umcg_thread_t *c6_slow_pick(void *priv, int core)

@@ -207,10 +207,10 @@ static inline void ct_rec_fini(void *priv)
 	umcg_policy_find("fifo")->fini(priv);
 }
 
-static inline void ct_rec_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
+static inline int ct_rec_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
 {
 	__atomic_fetch_or((uintptr_t *)umcg_thread_policy_data(t), flags, __ATOMIC_SEQ_CST);
-	umcg_policy_find("fifo")->enqueue(priv, t, core, flags);
+	return umcg_policy_find("fifo")->enqueue(priv, t, core, flags);
 }
 
 static inline umcg_thread_t *ct_rec_pick(void *priv, int core)

@@ -455,7 +455,7 @@ static void lifo_fini(void *priv)
 	/* Kept for the test to read: freed by it (struct lifo in its policy word). */
 }
 
-static void lifo_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
+static int lifo_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int flags)
 {
 	struct lifo *l = priv;
 
@@ -475,6 +475,7 @@ static void lifo_enqueue(void *priv, umcg_thread_t *t, int core, unsigned int fl
 	else
 		atomic_fetch_add(&l->overflow, 1);
 	pthread_mutex_unlock(&l->lock);
+	return -1;
 }
 
 static umcg_thread_t *lifo_pick(void *priv, int core)

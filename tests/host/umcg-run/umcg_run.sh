@@ -1,0 +1,250 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# umcg_run.sh PART - umcg-run, libumcg-preload.so and "umcgctl dump".  TAP;
+# exit 0 (all passed or skipped), 1 (a failure), 77 (everything skipped).
+#
+#   cli   bad options and environment: exit 2 and a message; a backend that
+#         is not available: exit 1; a missing program: 127
+#   c1    a plain pthread program under --cores 1 and --cores 2 never has
+#         more CPU-bound sections running than cores (C1); without umcg-run
+#         it does (so the check can fail); it stays correct either way; the
+#         same with the other policies, under a time slice, and as the child
+#         of a managed shell; exit() while a worker spins on the only core;
+#         a thread started before the library's constructor; a bad setting
+#   dump  "umcgctl dump PID" makes a running umcg-run'ed program write a
+#         dump listing its threads to its stderr
+#
+# Set by ctest: UMCG_RUN, UMCGCTL, UMCG_RUN_LOAD, UMCG_RUN_EARLY (binaries),
+# UMCG_RUN_PRELOAD_LIB and UMCG_RUN_SANITIZED (1 in sanitizer builds).
+part=${1:?usage: umcg_run.sh cli|c1|dump}
+run=${UMCG_RUN:?} ctl=${UMCGCTL:?} load=${UMCG_RUN_LOAD:?} lib=${UMCG_RUN_PRELOAD_LIB:?}
+early=${UMCG_RUN_EARLY:?}
+unset UMCG_BACKEND UMCG_DUMP_SIGNAL UMCG_RUN_CORES UMCG_RUN_POLICY UMCG_RUN_TIME_SLICE_US \
+	UMCG_RUN_BLOCKED_US UMCG_RUN_CPUS UMCG_RUN_PRELOAD LD_PRELOAD
+ncpu=$(nproc)
+tmp=$(mktemp -d)
+bgpid=
+cleanup() {
+	[ -n "$bgpid" ] && kill "$bgpid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+n=0 fail=0 skipped=0
+ok() { n=$((n + 1)); echo "ok $n $*"; }
+not_ok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $*"; }
+skip() { n=$((n + 1)); skipped=$((skipped + 1)); echo "ok $n # SKIP $*"; }
+preload_skip() { # true (and reports a skip) in sanitizer builds
+	if [ "${UMCG_RUN_SANITIZED:-0}" = 1 ]; then
+		skip "$1: sanitizer build (LD_PRELOAD and the sanitizer runtime do not mix)"
+		return 0
+	fi
+	return 1
+}
+
+# check WANT_RC WANT_TEXT CMD...: exit status and a line of the output.
+check() {
+	local want_rc=$1 want=$2 out rc
+	shift 2
+	out=$(timeout 20 "$@" 2>&1 < /dev/null)
+	rc=$?
+	if [ $rc = "$want_rc" ] && grep -q -- "$want" <<< "$out"; then
+		ok "$* -> $rc"
+	else
+		not_ok "$* (exit $rc, want $want_rc and '$want'; got: $(head -c 300 <<< "$out"))"
+	fi
+}
+
+# run_load NAME MAX_OP BOUND CMD...: pthread_load exits 0 with checks=ok
+# and max_concurrency MAX_OP BOUND (-le, -gt).
+run_load() {
+	local name=$1 op=$2 bound=$3 out rc max
+	shift 3
+	out=$(timeout 30 "$@" "$load" 2>&1 < /dev/null)
+	rc=$?
+	max=$(sed -n 's/^max_concurrency=//p' <<< "$out")
+	echo "# $name: exit $rc, max_concurrency=${max:-?}"
+	if [ $rc = 0 ] && grep -q '^checks=ok$' <<< "$out" && [ -n "$max" ] &&
+	   [ "$max" "$op" "$bound" ]; then
+		ok "$name: max_concurrency $max $op $bound"
+	else
+		not_ok "$name (exit $rc, want 0, checks=ok and max_concurrency $op $bound; got: $(head -c 400 <<< "$out"))"
+	fi
+}
+
+part_cli() {
+	echo "1..24"
+	check 0 "Usage: umcg-run" "$run" --help
+	check 2 "unknown option '--bogus'" "$run" --bogus -- true
+	check 2 "unknown option '-x'" "$run" -x -- true
+	check 2 "option '--cores' needs a value" "$run" --cores
+	check 2 "--cores: expected a whole number" "$run" --cores two -- true
+	check 2 "--cores: expected a whole number" "$run" --cores 0 -- true
+	check 2 "only $ncpu online CPUs" "$run" --cores $((ncpu + 1)) -- true
+	check 2 "only $ncpu online CPUs" "$run" --cores 100000 -- true
+	check 2 "unknown policy 'lifo'" "$run" --policy lifo -- true
+	check 2 "unknown backend 'gpu'" "$run" --backend gpu -- true
+	check 1 "backend 'kmod' is not available" "$run" --backend kmod -- true
+	check 1 "backend 'scx' is not available" "$run" --backend scx -- true
+	check 2 "expected user, kmod, scx or auto" env UMCG_BACKEND=gpu "$run" -- true
+	check 2 "--time-slice-us: expected microseconds" "$run" --time-slice-us -5 -- true
+	check 2 "--dump-signal: expected a signal" "$run" --dump-signal KILL -- true
+	check 2 "UMCG_DUMP_SIGNAL='BOGUS' is not a usable signal" \
+		env UMCG_DUMP_SIGNAL=BOGUS "$run" -- true
+	check 2 "no program given" "$run" --cores 1
+	check 127 "command not found" "$run" -- umcg-no-such-program-here
+	check 127 "No such file or directory" "$run" -- /nonexistent/program
+	: > "$tmp/noexec"
+	check 126 "Permission denied" "$run" -- "$tmp/noexec"
+	check 2 "no PID given" "$ctl" dump
+	check 2 "'12x' is not a process ID" "$ctl" dump 12x
+	sleep 30 & local victim=$! i
+	# Until it has executed sleep, it is this shell, which catches USR2.
+	for i in $(seq 100); do
+		[ "$(cat /proc/$victim/comm 2>/dev/null)" = sleep ] && break
+		sleep 0.05
+	done
+	check 1 "does not catch signal 12 (SIGUSR2)" "$ctl" dump "$victim"
+	kill "$victim"; wait "$victim" 2>/dev/null
+	check 1 "no process $victim" "$ctl" dump "$victim"
+}
+
+part_c1() {
+	local out rc
+	echo "1..10"
+	if preload_skip "--cores 1"; then :; else
+		run_load "umcg-run --cores 1" -le 1 "$run" --cores 1 --
+	fi
+	if [ "$ncpu" -lt 2 ]; then
+		skip "--cores 2: one CPU only"
+	elif preload_skip "--cores 2"; then :; else
+		run_load "umcg-run --cores 2" -le 2 "$run" --cores 2 --
+	fi
+	# The same program on its own: the check above can fail.
+	if [ "$ncpu" -lt 2 ]; then
+		skip "without umcg-run: one CPU only"
+	else
+		run_load "without umcg-run" -gt 1 env
+	fi
+	if preload_skip "fifo"; then :; else
+		run_load "umcg-run --cores 1 --policy fifo" -le 1 "$run" --cores 1 --policy fifo --
+	fi
+	if preload_skip "pinned"; then :; else
+		run_load "umcg-run --cores 1 --policy pinned" -le 1 "$run" -c 1 -p pinned --
+	fi
+	# Preempted sections interleave: only the results are checked.
+	if preload_skip "time slice"; then :; else
+		run_load "umcg-run --cores 1 --time-slice-us 1000" -ge 1 \
+			"$run" --cores 1 --time-slice-us 1000 --
+	fi
+	# A managed shell's child: forked by a worker pinned to one CPU, it
+	# must get the CPUs back to set up its own 2-core group.
+	if [ "$ncpu" -lt 2 ]; then
+		skip "child of a managed shell: one CPU only"
+	elif preload_skip "child of a managed shell"; then :; else
+		run_load "child of a managed shell, --cores 2" -le 2 \
+			"$run" --cores 2 -- sh -c '"$0"; r=$?; exit $r'
+	fi
+	# exit() from a thread that lost its core in a read libumcg did not see,
+	# while a worker holds the only core and never blocks: must not hang.
+	if preload_skip "exit while a worker spins"; then :; else
+		out=$( (sleep 0.3; echo go) | timeout 10 "$run" --cores 1 -- "$load" --exit-spin 2>&1)
+		rc=$?
+		if [ $rc = 0 ] && grep -q '^spinner_ran=1$' <<< "$out"; then
+			ok "exit while a worker spins on the only core"
+		else
+			not_ok "exit while a worker spins on the only core (exit $rc, want 0 and spinner_ran=1; got: $(head -c 300 <<< "$out"))"
+		fi
+	fi
+	if preload_skip "thread started before the preload's constructor"; then :; else
+		check 0 "^early=ok$" "$run" --cores 1 -- "$early"
+	fi
+	if preload_skip "bad environment"; then :; else
+		check 2 "bad UMCG_RUN_CORES='many'" \
+			env UMCG_RUN_CORES=many LD_PRELOAD="$lib" "$load"
+	fi
+}
+
+# Waits up to 10 s for FILE to hold a line matching RE.
+wait_for() {
+	local i
+	for i in $(seq 100); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# dump_case NAME SIGNAL-ENV RUN-OPTION...: a held program, dumped.
+dump_case() {
+	local name=$1 sigenv=$2 tids tid missing= rc i rows
+	shift 2
+	rm -f "$tmp/in" "$tmp/out" "$tmp/err"
+	mkfifo "$tmp/in"
+	exec 3<> "$tmp/in"
+	"$run" "$@" -- "$load" --hold < "$tmp/in" > "$tmp/out" 2> "$tmp/err" 3>&- &
+	bgpid=$!
+	if ! wait_for "$tmp/out" '^ready$'; then
+		not_ok "$name: program not ready: $(head -c 300 "$tmp/out" "$tmp/err")"
+		exec 3>&-
+		return
+	fi
+	tids=$(sed -n 's/^tids=//p' "$tmp/out")
+	if ! env $sigenv "$ctl" dump "$bgpid" > "$tmp/ctl" 2>&1; then
+		not_ok "$name: umcgctl dump failed: $(cat "$tmp/ctl")"
+	elif ! wait_for "$tmp/err" '^umcg: backend'; then
+		not_ok "$name: no dump on the program's stderr: $(head -c 300 "$tmp/err")"
+	else
+		# Wait for the last thread row, then look for each tid.
+		wait_for "$tmp/err" "^ *${tids##* } " || true
+		for tid in $tids; do
+			grep -Eq "^ *$tid " "$tmp/err" || missing="$missing $tid"
+		done
+		# Every thread of the program, and nothing else (no server, no
+		# monitor: libumcg's own threads must not become workers).
+		rows=$(grep -Ec '^ *[0-9]+ ' "$tmp/err")
+		if [ -z "$missing" ] && [ "$rows" = "$(wc -w <<< "$tids")" ]; then
+			ok "$name: the dump lists the program's $rows threads and no others"
+		else
+			not_ok "$name: tids$missing not in the dump, or $rows rows for tids $tids: $(head -c 600 "$tmp/err")"
+		fi
+		sed 's/^/# /' "$tmp/err"
+	fi
+	exec 3>&-
+	# EOF on its stdin releases it; give it 10 s.
+	for i in $(seq 100); do
+		kill -0 "$bgpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$bgpid" 2>/dev/null
+	wait "$bgpid"
+	rc=$?
+	bgpid=
+	if [ $rc = 0 ]; then
+		ok "$name: the program exits 0 after the dump"
+	else
+		not_ok "$name: the program exited $rc: $(head -c 300 "$tmp/err")"
+	fi
+}
+
+part_dump() {
+	echo "1..4"
+	if preload_skip "dump (SIGUSR2)" && preload_skip "exit after dump (SIGUSR2)" &&
+	   preload_skip "dump (SIGUSR1)" && preload_skip "exit after dump (SIGUSR1)"; then
+		return
+	fi
+	dump_case "dump on SIGUSR2" "" --cores 1
+	dump_case "dump on --dump-signal USR1" "UMCG_DUMP_SIGNAL=USR1" --cores 1 --dump-signal USR1
+}
+
+echo "TAP version 13"
+case $part in
+cli) part_cli ;;
+c1) part_c1 ;;
+dump) part_dump ;;
+*) echo "Bail out! unknown part '$part'"; exit 1 ;;
+esac
+[ $fail = 0 ] || exit 1
+[ $skipped = $n ] && exit 77
+exit 0
