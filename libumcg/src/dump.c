@@ -43,6 +43,7 @@ int umcg_dump(FILE *f)
 {
 	struct umcg_group *g = atomic_load(&umcg_group);
 	struct umcg_thread *t, *self;
+	struct cds_list_head *pos;
 	struct umcg_stats st;
 	uint64_t now = umcg_now_ns();
 
@@ -75,8 +76,12 @@ int umcg_dump(FILE *f)
 	}
 	fprintf(f, "%8s %-15s %-8s %4s %12s %10s %8s %8s\n", "tid", "name", "state",
 		"core", "in-state-us", "switches", "blocks", "preempts");
-	cds_list_for_each_entry(t, &g->threads, all_node) {
-		uint32_t s = umcg_state_of(umcg_thread_load_state(t));
+	/* Not _for_each_entry: the head is no struct umcg_thread (alignment). */
+	cds_list_for_each(pos, &g->threads) {
+		uint32_t s;
+
+		t = cds_list_entry(pos, struct umcg_thread, all_node);
+		s = umcg_state_of(umcg_thread_load_state(t));
 
 		fprintf(f, "%8d %-15s %-8s %4d %12llu %10llu %8llu %8llu\n", t->tid,
 			t->name[0] ? t->name : "-",

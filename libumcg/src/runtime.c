@@ -133,6 +133,14 @@ static void umcg_thread_finish(struct umcg_thread *t)
 
 	atomic_fetch_add(&t->in_lib, 1);
 	umcg_sched_exit(t);
+#ifdef UMCG_DEBUG_OWNER
+	for (unsigned int i = 0; i < g->nr_cores; i++)
+		if (__atomic_load_n(&g->cores[i].current, __ATOMIC_SEQ_CST) == t) {
+			fprintf(stderr, "DEBUG: exiting %d still owns core %u (t->core %d, state %x)\n",
+				t->tid, i, atomic_load(&t->core), umcg_thread_load_state(t));
+			abort();
+		}
+#endif
 	if (!released) {
 		pthread_mutex_lock(&g->threads_lock);
 		cds_list_del(&t->all_node);
@@ -170,15 +178,16 @@ static void umcg_worker_cleanup(void *arg)
 static void *umcg_worker_main(void *arg)
 {
 	struct umcg_thread *t = arg;
+	void *ret;
 
 	if (t->name[0])
 		pthread_setname_np(pthread_self(), t->name);
 	/* Without the group (being torn down) the thread runs as a plain one. */
 	umcg_thread_start(t->group, t, t->spawn_core);
 	pthread_cleanup_push(umcg_worker_cleanup, t);
-	t->ret = t->fn(t->arg);
-	pthread_cleanup_pop(1);
-	return t->ret;
+	ret = t->fn(t->arg);
+	pthread_cleanup_pop(1);	/* a detached @t is freed here */
+	return ret;
 }
 
 static struct umcg_thread *umcg_thread_alloc(void)
@@ -309,6 +318,7 @@ out_unlock:
 int umcg_fini(void)
 {
 	struct umcg_thread *self = umcg_current, *t;
+	struct cds_list_head *pos;
 	struct umcg_group *g;
 	uint64_t live;
 
@@ -332,8 +342,11 @@ int umcg_fini(void)
 
 	/* Release the workers still alive: plain threads from now on. */
 	pthread_mutex_lock(&g->threads_lock);
-	cds_list_for_each_entry(t, &g->threads, all_node) {
-		uint32_t s = umcg_thread_load_state(t);
+	cds_list_for_each(pos, &g->threads) {
+		uint32_t s;
+
+		t = cds_list_entry(pos, struct umcg_thread, all_node);
+		s = umcg_thread_load_state(t);
 
 		atomic_fetch_or(&t->flags, UMCG_THREAD_RELEASED);
 		if (umcg_state_of(s) == UMCG_TASK_RUNNABLE)

@@ -265,6 +265,7 @@ static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit
 {
 	struct umcg_group *g = self->group;
 	uint32_t s = umcg_thread_load_state(self);
+	int idx;
 
 	for (;;) {
 		switch (umcg_state_of(s)) {
@@ -284,11 +285,16 @@ static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit
 				return -EAGAIN;
 			continue;
 		}
+		/*
+		 * Our core, read while we are RUNNING: once we are not, a
+		 * claim or a pick may move self->core to another core.
+		 */
+		idx = atomic_load(&self->core);
 		if (umcg_state_cas(self, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) | to))
 			break;
 	}
 	umcg_set_state_time(self);
-	*core = &g->cores[atomic_load(&self->core)];
+	*core = &g->cores[idx];
 	return 0;
 }
 
@@ -478,15 +484,17 @@ void umcg_sched_exit(struct umcg_thread *self)
 	struct umcg_group *g = self->group;
 	uint32_t s = umcg_thread_load_state(self);
 	bool owns;
+	int idx;
 
 	do {
 		owns = umcg_state_of(s) == UMCG_TASK_RUNNING && g &&
 		       !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED);
+		idx = atomic_load(&self->core);
 	} while (!umcg_state_cas(self, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
 					   UMCG_TASK_DONE));
 	umcg_set_state_time(self);
 	if (owns)
-		umcg_core_give(&g->cores[atomic_load(&self->core)], self);
+		umcg_core_give(&g->cores[idx], self);
 }
 
 /*
