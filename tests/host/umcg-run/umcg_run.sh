@@ -124,6 +124,9 @@ part_c1() {
 	# The same program on its own: the check above can fail.
 	if [ "$ncpu" -lt 2 ]; then
 		skip "without umcg-run: one CPU only"
+	elif [ "${UMCG_RUN_SANITIZED:-0}" = 1 ]; then
+		# Only the preloaded runs above make this comparison meaningful.
+		skip "without umcg-run: sanitizer build (compares with the skipped runs)"
 	else
 		run_load "without umcg-run" -gt 1 env
 	fi
