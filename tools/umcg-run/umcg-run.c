@@ -75,7 +75,7 @@ static void usage(FILE *f)
 "  UMCG_RUN_PRELOAD       the preload library to use instead of searching\n"
 "                         for " UMCG_RUN_PRELOAD_NAME " (next to this program\n"
 "                         in the build tree, then in the install libdir)\n"
-"  LD_PRELOAD             the library is put in front of what it holds\n"
+"  LD_PRELOAD             the library is added after what it holds\n"
 "Set for PROGRAM and read by the library: UMCG_RUN_CORES, UMCG_RUN_POLICY,\n"
 "UMCG_RUN_TIME_SLICE_US, UMCG_RUN_BLOCKED_US, UMCG_RUN_CPUS (the CPU list\n"
 "this process may use), UMCG_BACKEND, UMCG_DUMP_SIGNAL.  PROGRAM's child\n"
@@ -163,8 +163,12 @@ static int find_preload(char *buf, size_t len)
 	return -ENOENT;
 }
 
-/* Puts @lib in front of LD_PRELOAD (once). */
-static int prepend_preload(const char *lib)
+/*
+ * Puts @lib at the end of LD_PRELOAD (once): what is there already, such as
+ * a sanitizer runtime that must come first, keeps its place; interposers
+ * chain to us through RTLD_NEXT.
+ */
+static int append_preload(const char *lib)
 {
 	const char *old = getenv("LD_PRELOAD");
 	size_t len = strlen(lib);
@@ -181,7 +185,7 @@ static int prepend_preload(const char *lib)
 	}
 	if (!old || !*old)
 		return setenv("LD_PRELOAD", lib, 1) ? -errno : 0;
-	if (asprintf(&val, "%s:%s", lib, old) < 0)
+	if (asprintf(&val, "%s:%s", old, lib) < 0)
 		return -ENOMEM;
 	ret = setenv("LD_PRELOAD", val, 1) ? -errno : 0;
 	free(val);
@@ -351,7 +355,7 @@ int main(int argc, char **argv)
 		     : unsetenv(UMCG_RUN_ENV_BLOCKED_US)) ||
 	    (backend && setenv(UMCG_RUN_ENV_BACKEND, backend, 1)) ||
 	    (dump_signal && setenv(UMCG_RUN_ENV_DUMP_SIGNAL, dump_signal, 1)) ||
-	    prepend_preload(lib)) {
+	    append_preload(lib)) {
 		fprintf(stderr, PROG ": cannot set the environment: %s\n", strerror(errno));
 		return EXIT_SETUP;
 	}

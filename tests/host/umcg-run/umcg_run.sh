@@ -35,6 +35,12 @@ n=0 fail=0 skipped=0
 ok() { n=$((n + 1)); echo "ok $n $*"; }
 not_ok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $*"; }
 skip() { n=$((n + 1)); skipped=$((skipped + 1)); echo "ok $n # SKIP $*"; }
+# In sanitizer builds the sanitizer's runtime must come first in LD_PRELOAD.
+if [ -n "${UMCG_RUN_SANITIZER_RT:-}" ] && [ -f "$UMCG_RUN_SANITIZER_RT" ]; then
+	export LD_PRELOAD=$UMCG_RUN_SANITIZER_RT
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+	UMCG_RUN_SANITIZED=0
+fi
 preload_skip() { # true (and reports a skip) in sanitizer builds
 	if [ "${UMCG_RUN_SANITIZED:-0}" = 1 ]; then
 		skip "$1: sanitizer build (LD_PRELOAD and the sanitizer runtime do not mix)"
@@ -165,7 +171,7 @@ part_c1() {
 	fi
 	if preload_skip "bad environment"; then :; else
 		check 2 "bad UMCG_RUN_CORES='many'" \
-			env UMCG_RUN_CORES=many LD_PRELOAD="$lib" "$load"
+			env UMCG_RUN_CORES=many LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$lib" "$load"
 	fi
 }
 
