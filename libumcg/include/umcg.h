@@ -104,11 +104,14 @@ int umcg_init(const struct umcg_config *cfg);
 
 /*
  * Tears the group down.  Call it from a thread that is not a worker (or
- * from the attached caller after every other worker is done).  Workers
- * still alive are released: they keep running as plain threads under the
- * kernel's scheduler, every umcg call they make after that returns -ESRCH,
- * and their umcg_thread_t stay valid for umcg_join().  Returns -EDEADLK when
- * called by a worker other than the attached caller.
+ * from the attached caller, which is detached first), and not concurrently
+ * with umcg_init(), umcg_spawn(), umcg_stats() or umcg_dump().  Workers
+ * still alive are released: a park in progress returns, they keep running
+ * as plain threads under the kernel's scheduler, the worker-only calls they
+ * make after that return -ESRCH, and their umcg_thread_t stay valid for
+ * umcg_join().  While any is alive the group's memory is kept (until the
+ * process exits) and the policy's fini is not called.  Returns -EDEADLK when
+ * called by a worker other than the attached caller, -ESRCH without a group.
  */
 int umcg_fini(void);
 
@@ -126,9 +129,11 @@ int umcg_spawn(umcg_thread_t **t, const struct umcg_attr *attr,
 	       void *(*fn)(void *), void *arg);
 
 /*
- * Waits until @t is DONE, stores its return value in *@ret (if @ret is not
- * NULL) and frees it.  A worker waiting here gives up its core.  -EINVAL for
- * a detached thread, -EDEADLK for the caller itself.
+ * Waits until @t is DONE, stores its return value (or pthread_exit()'s) in
+ * *@ret (if @ret is not NULL) and frees it.  A worker waiting here gives up
+ * its core.  -EINVAL for a detached or attached thread or when another
+ * worker already joins it, -EDEADLK for the caller itself.  At most one
+ * thread may join a worker.
  */
 int umcg_join(umcg_thread_t *t, void **ret);
 
@@ -137,8 +142,9 @@ umcg_thread_t *umcg_self(void);
 
 /*
  * Makes the calling pthread a worker (it waits for a core first), or,
- * detach, turns it back into a plain thread.  For code that does not start
- * its threads with umcg_spawn(), such as umcg-run.
+ * detach, turns it back into a plain thread; an attached thread that exits
+ * without umcg_detach() is detached at its exit.  For code that does not
+ * start its threads with umcg_spawn(), such as umcg-run.
  */
 int umcg_attach(umcg_thread_t **t);
 int umcg_detach(void);
@@ -149,7 +155,8 @@ int umcg_yield(void);
 /*
  * Worker only: parks until umcg_unpark() (LockSupport semantics: an unpark
  * that came first is a permit, and park consumes it at once).  May return
- * spuriously.  _timeout: -ETIMEDOUT after @ns nanoseconds.
+ * spuriously, for instance when umcg_fini() releases the caller.  _timeout:
+ * -ETIMEDOUT after @ns nanoseconds (-EINVAL above UINT64_MAX / 2).
  */
 int umcg_park(void);
 int umcg_park_timeout(uint64_t ns);
@@ -159,18 +166,25 @@ int umcg_unpark(umcg_thread_t *t);
 
 /*
  * Worker only: parks the caller and runs @t on the caller's core at once,
- * without a trip through the server (C4).  @t must be PARKED or RUNNABLE:
- * -EBUSY if it is running or blocked, -ESRCH if it is done, -EINVAL for the
- * caller itself.  Returns when the caller is unparked and picked again.
+ * without a trip through the server (C4).  @t must be PARKED, or RUNNABLE
+ * and held by the policy: -EBUSY if it is new, running, blocked or being
+ * picked by a server, -ESRCH if it is done, -EINVAL for the caller itself.
+ * Switching is not an unpark: @t's permit is untouched.  With a permit of
+ * its own pending, the caller consumes it and stays runnable (a yield to
+ * @t).  Returns when the caller is unparked and picked again.
  */
 int umcg_switch_to(umcg_thread_t *t);
 
-/* Worker only: parks for @ns nanoseconds (its core runs others meanwhile). */
+/*
+ * Worker only: parks for @ns nanoseconds (its core runs others meanwhile).
+ * An unpark that comes meanwhile stays a permit.  -ESRCH if umcg_fini()
+ * released the caller before the time was up.
+ */
 int umcg_sleep_ns(uint64_t ns);
 
 /* UMCG_STATE_* of @t, or -EINVAL. */
 int umcg_thread_state(const umcg_thread_t *t);
-/* Kernel thread id of @t, or -EINVAL. */
+/* Kernel thread id of @t (0 until the new thread has started), or -EINVAL. */
 int umcg_thread_tid(const umcg_thread_t *t);
 /* Core @t runs on or last ran on (0 .. nr_cores - 1), -1 if none yet. */
 int umcg_thread_core(const umcg_thread_t *t);

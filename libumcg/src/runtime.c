@@ -297,8 +297,12 @@ int umcg_init(const struct umcg_config *cfg)
 	free(cpus);
 	pthread_mutex_unlock(&umcg_init_lock);
 
-	if (c.flags & UMCG_CONFIG_ATTACH_CALLER)
-		return umcg_attach(NULL);
+	if (c.flags & UMCG_CONFIG_ATTACH_CALLER) {
+		ret = umcg_attach(NULL);
+		if (ret)
+			umcg_fini();
+		return ret;
+	}
 	return 0;
 
 out_policy:
@@ -475,7 +479,8 @@ int umcg_join(umcg_thread_t *t, void **retp)
 		umcg_ref_get(self);
 		if (atomic_compare_exchange_strong(&t->joiner, &none, self)) {
 			while (umcg_state_of(umcg_thread_load_state(t)) != UMCG_TASK_DONE)
-				umcg_sched_park(self, 0);
+				if (umcg_sched_park(self, 0) == -ESRCH)
+					break;	/* released: wait as a plain thread */
 		} else {
 			umcg_ref_put(self);
 			if (none != UMCG_JOINER_DONE)
@@ -503,6 +508,26 @@ umcg_thread_t *umcg_self(void)
 	return self && !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED) ? self : NULL;
 }
 
+/*
+ * An attached thread that exits without umcg_detach() leaves the group at
+ * its exit, through this key's destructor.
+ */
+static pthread_key_t umcg_attached_key;
+static pthread_once_t umcg_attached_once = PTHREAD_ONCE_INIT;
+
+static void umcg_attached_exit(void *arg)
+{
+	struct umcg_thread *t = arg;
+
+	atomic_fetch_or(&t->flags, UMCG_THREAD_DETACHED);
+	umcg_thread_finish(t);	/* frees it: DETACHED */
+}
+
+static void umcg_attached_key_make(void)
+{
+	pthread_key_create(&umcg_attached_key, umcg_attached_exit);
+}
+
 int umcg_attach(umcg_thread_t **tp)
 {
 	struct umcg_group *g = grp();
@@ -528,6 +553,8 @@ int umcg_attach(umcg_thread_t **tp)
 		free(t);
 		return ret;
 	}
+	pthread_once(&umcg_attached_once, umcg_attached_key_make);
+	pthread_setspecific(umcg_attached_key, t);
 	if (tp)
 		*tp = t;
 	return 0;
@@ -541,6 +568,7 @@ int umcg_detach(void)
 		return -EPERM;
 	if (!(atomic_load(&self->flags) & UMCG_THREAD_ATTACHED))
 		return -EINVAL;
+	pthread_setspecific(umcg_attached_key, NULL);
 	if (!(atomic_load(&self->flags) & UMCG_THREAD_RELEASED))
 		umcg_lib_enter(self);
 	atomic_fetch_or(&self->flags, UMCG_THREAD_DETACHED);
@@ -589,7 +617,8 @@ int umcg_park(void)
 		return ret;
 	ret = umcg_sched_park(self, 0);
 	umcg_lib_leave(self);
-	return ret;
+	/* Released by umcg_fini() while parked: a (spurious) return. */
+	return ret == -ESRCH ? 0 : ret;
 }
 
 int umcg_park_timeout(uint64_t ns)
@@ -604,7 +633,7 @@ int umcg_park_timeout(uint64_t ns)
 		return ret;
 	ret = umcg_sched_park(self, umcg_now_ns() + (ns ? ns : 1));
 	umcg_lib_leave(self);
-	return ret;
+	return ret == -ESRCH ? 0 : ret;
 }
 
 int umcg_unpark(umcg_thread_t *t)
@@ -655,10 +684,16 @@ int umcg_sleep_ns(uint64_t ns)
 	if (!self)
 		return ret;
 	deadline = umcg_now_ns() + ns;
+	ret = 0;
 	while (umcg_now_ns() < deadline) {
-		if (umcg_sched_park(self, deadline) == -ETIMEDOUT)
+		ret = umcg_sched_park(self, deadline);
+		if (ret)
 			break;
 		unparked = true;
+	}
+	if (ret == -ESRCH) {
+		umcg_lib_leave(self);
+		return ret;	/* released by umcg_fini() meanwhile */
 	}
 	/* An unpark that came during the sleep stays a permit. */
 	if (unparked)

@@ -193,8 +193,8 @@ static void umcg_follow_core(struct umcg_thread *self)
 
 /*
  * Sleep until the policy gives @self a core (its state reads RUNNING), or
- * until @abs_ns (0: no limit).  0, or -ETIMEDOUT with @self not RUNNING.
- * Returns at once for a thread the group released (umcg_fini()).
+ * until @abs_ns (0: no limit).  0, or -ETIMEDOUT with @self not RUNNING, or
+ * -ESRCH at once for a thread the group released (umcg_fini()).
  */
 int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 {
@@ -204,7 +204,7 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 		int ret;
 
 		if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)
-			return 0;
+			return -ESRCH;
 		if (umcg_state_of(s) == UMCG_TASK_RUNNING) {
 			umcg_follow_core(self);
 			atomic_store(&self->awake, 1);
@@ -276,6 +276,8 @@ static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit
 		case UMCG_TASK_RUNNING:
 			break;
 		default:
+			if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)
+				return -ESRCH;	/* umcg_fini() let it go mid-call */
 			fprintf(stderr, "libumcg: thread %d runs in state %u\n",
 				self->tid, umcg_state_of(s));
 			abort();
@@ -323,7 +325,8 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 	struct umcg_core *c;
 	struct umcg_thread *next;
 
-	umcg_leave_running(self, UMCG_TASK_RUNNABLE, false, &c);
+	if (umcg_leave_running(self, UMCG_TASK_RUNNABLE, false, &c))
+		return -ESRCH;
 	next = umcg_pick(c);
 	if (!next) {
 		umcg_back_to_running(self, c, UMCG_TASK_RUNNABLE, false);
@@ -363,13 +366,14 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	uint32_t s;
 	int ret;
 
-	if (umcg_leave_running(self, UMCG_TASK_PARKED, true, &c) == -EAGAIN)
-		return 0;
+	ret = umcg_leave_running(self, UMCG_TASK_PARKED, true, &c);
+	if (ret)
+		return ret == -EAGAIN ? 0 : ret;
 	atomic_fetch_add_explicit(&g->stats.parks, 1, memory_order_relaxed);
 	umcg_core_give(c, self);
 	ret = umcg_wait_for_core(self, abs_ns);
 	if (ret != -ETIMEDOUT)
-		return 0;
+		return ret;
 	/* Timed out: queue for a core unless an unpark beat us to it. */
 	s = umcg_thread_load_state(self);
 	while (umcg_state_of(s) == UMCG_TASK_PARKED) {
@@ -378,8 +382,8 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 			break;
 		}
 	}
-	umcg_wait_for_core(self, 0);
-	return -ETIMEDOUT;
+	ret = umcg_wait_for_core(self, 0);
+	return ret ? ret : -ETIMEDOUT;
 }
 
 int umcg_sched_unpark(struct umcg_thread *t, int waker_core)
@@ -452,7 +456,10 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 	int ret;
 
 	/* A pending permit turns the park into a yield to @t. */
-	permit = umcg_leave_running(self, UMCG_TASK_PARKED, true, &c) == -EAGAIN;
+	ret = umcg_leave_running(self, UMCG_TASK_PARKED, true, &c);
+	if (ret && ret != -EAGAIN)
+		return ret;
+	permit = ret == -EAGAIN;
 	if (permit) {
 		left = UMCG_TASK_RUNNABLE;
 		umcg_leave_running(self, UMCG_TASK_RUNNABLE, false, &c);
@@ -615,6 +622,12 @@ void *umcg_server_main(void *arg)
 			t = umcg_pick(c);
 			if (t) {
 				umcg_core_run(c, t);
+				/*
+				 * There may be more: let another idle core look
+				 * (it steals or goes back to sleep), as one kick
+				 * per enqueue can land on a server already awake.
+				 */
+				umcg_core_kick_idle(g, -1, c->idx + 1);
 				continue;
 			}
 		}

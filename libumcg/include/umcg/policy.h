@@ -20,8 +20,11 @@
  * exactly once, by pick or by a remove that returns 1.  The policy must
  * make pick and remove atomic with respect to each other (a thread cannot
  * be both picked and removed) and must never block in them for long: they
- * run on the switch path.  A thread the policy holds may be passed to
- * umcg_thread_policy_data() for a private word.
+ * run on the switch path — and in the preemption signal handler (SIGURG),
+ * so they must not call malloc(), stdio or anything else that is not
+ * async-signal-safe.  A thread the policy holds may be passed to
+ * umcg_thread_policy_data() for a private word.  fini is not called if
+ * workers were still alive at umcg_fini().
  *
  * Memory ordering: the runtime publishes a thread's state before enqueue
  * and reads it after pick; a policy whose queues are protected by a lock or
@@ -74,8 +77,8 @@ struct umcg_policy_ops {
  *             goes to the waker's core first; an idle core takes the oldest
  *             thread of another core's queue (ForkJoinPool's model)
  *   "fifo"    one global FIFO for all cores
- *   "pinned"  a thread always runs on its umcg_attr.core (or the core it
- *             was first given); no stealing
+ *   "pinned"  a thread always runs on one core: its umcg_attr.core, else
+ *             its spawner's core, else one chosen by its tid; no stealing
  * Returns NULL for an unknown name.
  */
 const struct umcg_policy_ops *umcg_policy_find(const char *name);
