@@ -38,6 +38,16 @@
 #define PINGPONGS	50
 #define NR_HOLD		4
 
+/*
+ * ThreadSanitizer does not intercept C11 thrd_create() (glibc creates the
+ * thread behind its back and TSan crashes on it): leave that part out there.
+ */
+#ifdef __SANITIZE_THREAD__
+#define WITH_C11_THREAD	0
+#else
+#define WITH_C11_THREAD	1
+#endif
+
 static int pipefd[2];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long shared_count;	/* under lock, on purpose not atomic */
@@ -121,7 +131,7 @@ static int run_load(void)
 			fprintf(stderr, "pthread_create failed\n");
 			return 1;
 		}
-	if (thrd_create(&c11, c11_thread, NULL) != thrd_success) {
+	if (WITH_C11_THREAD && thrd_create(&c11, c11_thread, NULL) != thrd_success) {
 		fprintf(stderr, "thrd_create failed\n");
 		return 1;
 	}
@@ -142,7 +152,7 @@ static int run_load(void)
 			ok = false;
 		}
 	}
-	if (thrd_join(c11, &c11_ret) != thrd_success || c11_ret != 42) {
+	if (WITH_C11_THREAD && (thrd_join(c11, &c11_ret) != thrd_success || c11_ret != 42)) {
 		fprintf(stderr, "C11 thread returned %d\n", c11_ret);
 		ok = false;
 	}

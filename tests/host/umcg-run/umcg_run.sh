@@ -43,7 +43,7 @@ if [ -n "${UMCG_RUN_SANITIZER_RT:-}" ] && [ -f "$UMCG_RUN_SANITIZER_RT" ]; then
 fi
 preload_skip() { # true (and reports a skip) in sanitizer builds
 	if [ "${UMCG_RUN_SANITIZED:-0}" = 1 ]; then
-		skip "$1: sanitizer build (LD_PRELOAD and the sanitizer runtime do not mix)"
+		skip "$1: ThreadSanitizer build (TSan cannot run a preloaded pthread_create interposer)"
 		return 0
 	fi
 	return 1
