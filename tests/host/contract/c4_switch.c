@@ -201,6 +201,8 @@ TEST_F(c4, ping_pong_exact)
 	EXPECT_EQ(0, ct_join(r->p, NULL, 10000));
 	EXPECT_EQ(0, ct_join(r->q, NULL, 2000));
 	EXPECT_EQ(0, ct_join(r->h, NULL, 2000));
+	/* The bystanders run too (on a loaded machine maybe only by now). */
+	EXPECT_TRUE(CT_WAIT(atomic_load(&r->r_slices) > 0, 5000));
 	atomic_store(&r->stop, 1);
 	for (int i = 0; i < 2; i++) {
 		EXPECT_EQ(0, ct_join(by[i], NULL, 2000));
