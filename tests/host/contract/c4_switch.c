@@ -125,7 +125,8 @@ static void *c4_bystander(void *arg)
 		atomic_fetch_add(&r->r_slices, 1);
 		if (active) {
 			atomic_fetch_add(&r->r_slices_active, 1);
-			if (umcg_thread_core(umcg_self()) == umcg_thread_core(r->p))
+			/* The pair's core is 0 (pinned); not r->p's: it may be joined. */
+			if (umcg_thread_core(umcg_self()) == 0)
 				atomic_fetch_add(&r->r_on_pair_core, 1);
 		}
 		ct_spin_ns(50 * CT_US);
