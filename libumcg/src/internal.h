@@ -80,7 +80,6 @@ struct umcg_thread {
 	_Atomic uint32_t refs;
 
 	_Atomic(struct umcg_thread *) joiner;
-	_Atomic uint32_t detach_done;	/* join/detach handshake */
 
 	/*
 	 * 0 from the moment a core is handed to the thread until the thread
