@@ -11,12 +11,13 @@
  * runnable and its core is idle, or when the monitor takes a core back from
  * a worker blocked in the kernel.
  *
- * Whoever gets a RUNNABLE thread back from the policy (pick or remove) is
- * the only one allowed to make it RUNNING: that is what makes "at most one
- * worker per core" hold.
+ * Whoever takes a thread for a core — back from the policy (pick, remove)
+ * or out of a park (claim) — is the only one allowed to make it RUNNING,
+ * and does so only after recording the core as the thread's: that is what
+ * makes "at most one worker per core" hold.
  *
- * Lock order: core->lock is a leaf, never held across a policy callback or
- * a backend call.
+ * Lock order: core->lock is a leaf.  It is never held across a policy
+ * callback; a backend's server_wake() may be called under it.
  */
 #include <errno.h>
 #include <sched.h>
