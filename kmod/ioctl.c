@@ -2,7 +2,8 @@
 /*
  * ioctl.c - /dev/umcg ioctls: argument validation and dispatch.
  *
- * Lock order: none yet; nothing here takes a lock.
+ * Lock order: none taken here; task.c takes umcg_group.lock.  User memory
+ * is copied in before and out after, never under a lock.
  *
  * Every argument is an extensible struct that starts with "__u32 size;
  * __u32 flags;" (uapi/umcg.h).  The size the caller was built with, usize,
@@ -81,7 +82,7 @@ static long umcg_info_get(struct file *file, void __user *uarg, size_t usize)
 		return -EINVAL;
 
 	info.api_version = UMCG_API_VERSION;
-	info.max_tasks = 0;
+	info.max_tasks = UMCG_KMOD_MAX_TASKS;
 	info.features = UMCG_KMOD_FEATURES;
 	if (copy_to_user(uarg, &info, min(usize, sizeof(info))))
 		return -EFAULT;
@@ -103,7 +104,14 @@ static long umcg_task_register(struct file *file, void __user *uarg,
 	if (memchr_inv(args.reserved, 0, sizeof(args.reserved)))
 		return -EINVAL;
 
-	return -EOPNOTSUPP;
+	ret = umcg_task_add(file->private_data, &args, &args.task_off);
+	if (ret)
+		return ret;
+	if (copy_to_user(uarg, &args, min(usize, sizeof(args)))) {
+		umcg_task_del(file->private_data);
+		return -EFAULT;
+	}
+	return 0;
 }
 
 static long umcg_task_unregister(struct file *file, void __user *uarg,
@@ -118,7 +126,7 @@ static long umcg_task_unregister(struct file *file, void __user *uarg,
 	if (args.flags)
 		return -EINVAL;
 
-	return -EOPNOTSUPP;
+	return umcg_task_del(file->private_data);
 }
 
 static long umcg_task_wait(struct file *file, void __user *uarg, size_t usize)

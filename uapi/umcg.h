@@ -122,6 +122,19 @@ struct umcg_info {
 };
 #define UMCG_INFO_SIZE_VER0	48
 
+/*
+ * mmap of the device: the per-thread struct umcg_tasks of the caller's
+ * group.  Exactly one layout is valid: MAP_SHARED, offset
+ * UMCG_MMAP_TASKS_OFF, length UMCG_MMAP_TASKS_SIZE(max_tasks, page size)
+ * with max_tasks from UMCG_IOC_GET_INFO; anything else is -EINVAL.  The
+ * mapping is not inherited across fork.  Use FUTEX_PRIVATE_FLAG on the
+ * state words: the memory belongs to the module, not to a file.
+ */
+#define UMCG_MMAP_TASKS_OFF	0ULL
+#define UMCG_MMAP_TASKS_SIZE(max_tasks, page_size) \
+	((((__u64)(max_tasks) * sizeof(struct umcg_task)) + (page_size) - 1) / \
+	 (page_size) * (page_size))
+
 /* Flags of struct umcg_register_args. */
 #define UMCG_REGISTER_WORKER	(1U << 0)
 #define UMCG_REGISTER_SERVER	(1U << 1)
@@ -135,6 +148,19 @@ struct umcg_info {
  * @task_off:   w: offset of this thread's struct umcg_task in the
  *                 device's mmap
  * @reserved:   must be zero
+ *
+ * The calling thread registers itself, in the group of its own process.
+ * The first REGISTER or mmap through an open file binds that file's group
+ * to the calling process; other processes (a forked child, a receiver of
+ * the fd, the process after execve) then get -EPERM from REGISTER,
+ * UNREGISTER and mmap on it.  A process has at most one group: binding a
+ * second file is -EBUSY.  The thread's struct umcg_task is zeroed.
+ * Errors: -EBUSY already registered; -EINVAL server with a server_tid,
+ * worker with a cpu, or a server's cpu not possible; -ESRCH a worker's
+ * server_tid is no registered server of the group; -ENOSPC max_tasks
+ * threads registered.  The slot of a thread that exits registered is
+ * reclaimed by a later REGISTER once the thread is reaped.
+ * UNREGISTER of a thread that is not registered: -ENOENT.
  */
 struct umcg_register_args {
 	__u32	size;

@@ -2,7 +2,9 @@
 /*
  * Description: the ioctl ABI of /dev/umcg: UMCG_IOC_GET_INFO's answer, and
  * for every command the validation of its extensible argument struct
- * (uapi/umcg.h) before the command runs or fails with -EOPNOTSUPP.
+ * (uapi/umcg.h) before the command runs (REGISTER, UNREGISTER) or fails
+ * with -EOPNOTSUPP (WAIT, WAKE, SWITCH).  A valid REGISTER succeeds and is
+ * undone at once; a valid UNREGISTER of an unregistered thread is -ENOENT.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -108,8 +110,8 @@ static void umcg_info_check(struct __test_metadata *_metadata,
 			    const struct umcg_info *info)
 {
 	EXPECT_EQ(UMCG_API_VERSION, info->api_version);
-	EXPECT_EQ(UMCG_FEATURE_INFO, info->features);
-	EXPECT_EQ(0, info->max_tasks);
+	EXPECT_EQ(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER, info->features);
+	EXPECT_LT(0, info->max_tasks);
 	EXPECT_EQ(0, info->flags);
 	EXPECT_TRUE(all_zero(info->reserved, sizeof(info->reserved)));
 }
@@ -268,7 +270,7 @@ FIXTURE_VARIANT_ADD(umcg_cmd, register_worker) {
 	.cmd = UMCG_IOC_REGISTER,
 	.ver0 = UMCG_REGISTER_SIZE_VER0,
 	.flags = UMCG_REGISTER_WORKER,
-	.err = EOPNOTSUPP,
+	.err = 0,
 	.bad = umcg_register_bad,
 };
 
@@ -276,14 +278,14 @@ FIXTURE_VARIANT_ADD(umcg_cmd, register_server) {
 	.cmd = UMCG_IOC_REGISTER,
 	.ver0 = UMCG_REGISTER_SIZE_VER0,
 	.flags = UMCG_REGISTER_SERVER,
-	.err = EOPNOTSUPP,
+	.err = 0,
 	.bad = umcg_register_bad,
 };
 
 FIXTURE_VARIANT_ADD(umcg_cmd, unregister) {
 	.cmd = UMCG_IOC_UNREGISTER,
 	.ver0 = UMCG_UNREGISTER_SIZE_VER0,
-	.err = EOPNOTSUPP,
+	.err = ENOENT,
 	.bad = umcg_unregister_bad,
 };
 
@@ -334,6 +336,20 @@ FIXTURE_TEARDOWN(umcg_cmd)
 	umcg_dev_close(_metadata, self->fd, self->loaded);
 }
 
+/*
+ * After a command succeeded: undo a REGISTER, so that the next valid one
+ * succeeds too.
+ */
+static void umcg_cmd_undo(struct __test_metadata *_metadata,
+			  const FIXTURE_VARIANT(umcg_cmd) *variant, int fd)
+{
+	struct umcg_unregister_args un = { .size = sizeof(un) };
+
+	if (variant->cmd == UMCG_IOC_REGISTER && !variant->err)
+		ASSERT_EQ(0, ioctl(fd, UMCG_IOC_UNREGISTER, &un))
+			TH_LOG("unregister: %s", strerror(errno));
+}
+
 /* A valid @usize-byte argument of the variant's command at @arg. */
 static void umcg_arg_init(const FIXTURE_VARIANT(umcg_cmd) *variant,
 			  void *arg, size_t usize)
@@ -350,6 +366,7 @@ TEST_F(umcg_cmd, valid)
 	umcg_arg_init(variant, self->buf, variant->ver0);
 	umcg_expect(_metadata, ioctl(self->fd, variant->cmd, self->buf),
 		    variant->err, "valid argument");
+	umcg_cmd_undo(_metadata, variant, self->fd);
 }
 
 TEST_F(umcg_cmd, bad_fields)
@@ -431,6 +448,7 @@ TEST_F(umcg_cmd, bigger_struct_zero_tail)
 			    ioctl(self->fd, umcg_cmd_sized(variant->cmd, usize),
 				  buf),
 			    variant->err, what);
+		umcg_cmd_undo(_metadata, variant, self->fd);
 		EXPECT_TRUE(all_zero(buf + variant->ver0, usize - variant->ver0))
 			TH_LOG("%s: tail changed", what);
 	}
@@ -550,6 +568,7 @@ TEST_F(umcg_cmd, bad_pointer)
 	umcg_arg_init(variant, arg, variant->ver0);
 	umcg_expect(_metadata, ioctl(self->fd, variant->cmd, arg),
 		    variant->err, "VER0 argument at the end of a page");
+	umcg_cmd_undo(_metadata, variant, self->fd);
 
 	arg = map + page - variant->ver0 - 4;
 	umcg_arg_init(variant, arg, variant->ver0 + 4);

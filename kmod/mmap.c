@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mmap.c - mapping the per-thread state area of /dev/umcg.
+ *
+ * Lock order: mmap_lock (held by the caller of ->mmap), then
+ * umcg_group.lock, then what group.c takes under it.
+ *
+ * The one valid mapping is MAP_SHARED, at offset 0, of exactly
+ * UMCG_KMOD_TASKS_SIZE bytes (UMCG_IOC_GET_INFO's max_tasks struct
+ * umcg_tasks, rounded up to pages); anything else is -EINVAL.  The memory
+ * is the module's (vmalloc_user(), zeroed), so the scheduler hooks never
+ * fault on it.  The mapping binds the group like REGISTER does, is not
+ * inherited across fork (VM_DONTCOPY) and cannot grow (VM_DONTEXPAND).
+ */
+#include <linux/errno.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/mutex.h>
+#include <linux/vmalloc.h>
+
+#include "umcg_internal.h"
+
+int umcg_mmap(struct file *file, struct vm_area_struct *vma)
+{
+	struct umcg_group *grp = file->private_data;
+	int ret;
+
+	if (vma->vm_pgoff ||
+	    vma->vm_end - vma->vm_start != UMCG_KMOD_TASKS_SIZE)
+		return -EINVAL;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	mutex_lock(&grp->lock);
+	ret = umcg_group_bind(grp);
+	if (!ret) {
+		vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+		ret = remap_vmalloc_range(vma, grp->tasks, 0);
+	}
+	mutex_unlock(&grp->lock);
+	return ret;
+}

@@ -1,0 +1,705 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Description: UMCG_IOC_REGISTER / UMCG_IOC_UNREGISTER and the mmap of
+ * /dev/umcg: per-process groups, per-thread state in module memory, the
+ * max_tasks limit, isolation between processes (C8), and cleanup of a
+ * killed process with the module unloadable afterwards (C7).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kselftest_harness.h"
+
+#include <uapi/umcg.h>
+
+#include "kmod_test.h"
+
+/* delete_module() of a module in use: -EWOULDBLOCK, not -EBUSY. */
+#define UMCG_EINUSE	EWOULDBLOCK
+
+static pid_t gettid_(void)
+{
+	return syscall(SYS_gettid);
+}
+
+/* REGISTER the calling thread; 0 or -errno. */
+static int reg(int fd, __u32 flags, __u32 server_tid, __u32 cpu,
+	       __u64 *task_off)
+{
+	struct umcg_register_args a = {
+		.size = sizeof(a),
+		.flags = flags,
+		.server_tid = server_tid,
+		.cpu = cpu,
+		.task_off = ~0ULL,
+	};
+
+	if (ioctl(fd, UMCG_IOC_REGISTER, &a))
+		return -errno;
+	if (task_off)
+		*task_off = a.task_off;
+	return 0;
+}
+
+static int unreg(int fd)
+{
+	struct umcg_unregister_args a = { .size = sizeof(a) };
+
+	return ioctl(fd, UMCG_IOC_UNREGISTER, &a) ? -errno : 0;
+}
+
+static int get_max_tasks(int fd)
+{
+	struct umcg_info info = { .size = sizeof(info) };
+
+	if (ioctl(fd, UMCG_IOC_GET_INFO, &info))
+		return -errno;
+	return info.max_tasks;
+}
+
+static size_t map_size(unsigned int max_tasks)
+{
+	return UMCG_MMAP_TASKS_SIZE(max_tasks, sysconf(_SC_PAGESIZE));
+}
+
+static void *map_tasks(int fd, size_t len)
+{
+	return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		    UMCG_MMAP_TASKS_OFF);
+}
+
+static bool all_zero(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < len; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+static long read_sys_number(const char *path)
+{
+	unsigned long v;
+	FILE *f;
+	int n;
+
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%lu", &v);
+	fclose(f);
+	return n == 1 ? (long)v : -1;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* ---- One process, module loaded by whoever ---- */
+
+FIXTURE(reg) {
+	int fd;
+	bool loaded;
+	unsigned int max_tasks;
+	size_t len;
+	struct umcg_task *map;
+};
+
+FIXTURE_SETUP(reg)
+{
+	int max;
+
+	self->fd = -1;
+	self->map = MAP_FAILED;
+	if (!umcg_kmod_get(_metadata, &self->loaded))
+		return;
+	self->fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, self->fd) TH_LOG("open: %s", strerror(errno));
+	max = get_max_tasks(self->fd);
+	ASSERT_LT(0, max);
+	self->max_tasks = max;
+	self->len = map_size(max);
+}
+
+FIXTURE_TEARDOWN(reg)
+{
+	if (self->map != MAP_FAILED)
+		EXPECT_EQ(0, munmap(self->map, self->len));
+	if (self->fd >= 0)
+		EXPECT_EQ(0, close(self->fd));
+	if (self->loaded)
+		EXPECT_EQ(0, umcg_test_kmod_unload(UMCG_KMOD_NAME));
+}
+
+static void reg_map(struct __test_metadata *_metadata,
+		    FIXTURE_DATA(reg) *self)
+{
+	self->map = map_tasks(self->fd, self->len);
+	ASSERT_NE(MAP_FAILED, self->map) TH_LOG("mmap: %s", strerror(errno));
+}
+
+#define NR_WORKERS	8
+
+struct worker {
+	int fd;
+	struct umcg_task *map;
+	size_t len;
+	__u32 server_tid;
+	pthread_barrier_t *barrier;
+	/* results */
+	pid_t tid;
+	int reg_ret;
+	__u64 off;
+	bool zeroed;
+	bool kept;
+	int unreg_ret;
+	int unreg2_ret;
+};
+
+static void *worker_fn(void *arg)
+{
+	struct worker *w = arg;
+	struct umcg_task *t;
+
+	w->tid = gettid_();
+	w->reg_ret = reg(w->fd, UMCG_REGISTER_WORKER, w->server_tid, 0, &w->off);
+	if (!w->reg_ret && w->off % sizeof(*t) == 0 &&
+	    w->off + sizeof(*t) <= w->len) {
+		t = w->map + w->off / sizeof(*t);
+		w->zeroed = all_zero(t, sizeof(*t));
+		t->next_tid = w->tid;
+		t->seq = ~(__u64)w->tid;
+	}
+	/* Everybody is registered at once here. */
+	pthread_barrier_wait(w->barrier);
+	if (!w->reg_ret && w->off % sizeof(*t) == 0 &&
+	    w->off + sizeof(*t) <= w->len) {
+		t = w->map + w->off / sizeof(*t);
+		w->kept = t->next_tid == (__u32)w->tid &&
+			  t->seq == ~(__u64)w->tid;
+	}
+	pthread_barrier_wait(w->barrier);
+	w->unreg_ret = unreg(w->fd);
+	w->unreg2_ret = unreg(w->fd);
+	return NULL;
+}
+
+TEST_F(reg, server_and_workers)
+{
+	struct worker w[NR_WORKERS];
+	pthread_t th[NR_WORKERS];
+	pthread_barrier_t barrier;
+	struct umcg_task *map2;
+	__u64 soff;
+
+	reg_map(_metadata, self);
+	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &soff));
+	ASSERT_EQ(0, soff % sizeof(struct umcg_task));
+	ASSERT_GE(self->len, soff + sizeof(struct umcg_task));
+
+	ASSERT_EQ(0, pthread_barrier_init(&barrier, NULL, NR_WORKERS + 1));
+	for (int i = 0; i < NR_WORKERS; i++) {
+		memset(&w[i], 0, sizeof(w[i]));
+		w[i].fd = self->fd;
+		w[i].map = self->map;
+		w[i].len = self->len;
+		w[i].server_tid = gettid_();
+		w[i].barrier = &barrier;
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, worker_fn, &w[i]));
+	}
+	pthread_barrier_wait(&barrier);
+
+	/* A second mapping shows the same module memory. */
+	map2 = map_tasks(self->fd, self->len);
+	ASSERT_NE(MAP_FAILED, map2);
+	for (int i = 0; i < NR_WORKERS; i++) {
+		struct umcg_task *t;
+
+		ASSERT_EQ(0, w[i].reg_ret) TH_LOG("worker %d: %s", i,
+						  strerror(-w[i].reg_ret));
+		EXPECT_EQ(0, w[i].off % sizeof(struct umcg_task));
+		EXPECT_GE(self->len, w[i].off + sizeof(struct umcg_task));
+		EXPECT_NE(soff, w[i].off);
+		for (int j = 0; j < i; j++) {
+			EXPECT_NE(w[j].off, w[i].off) TH_LOG("%d and %d", i, j);
+		}
+		EXPECT_TRUE(w[i].zeroed) TH_LOG("worker %d", i);
+		t = map2 + w[i].off / sizeof(*t);
+		EXPECT_EQ((__u32)w[i].tid, t->next_tid);
+		EXPECT_EQ(~(__u64)w[i].tid, t->seq);
+	}
+	EXPECT_EQ(0, munmap(map2, self->len));
+	pthread_barrier_wait(&barrier);
+
+	for (int i = 0; i < NR_WORKERS; i++) {
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+		EXPECT_TRUE(w[i].kept) TH_LOG("worker %d", i);
+		EXPECT_EQ(0, w[i].unreg_ret) TH_LOG("worker %d", i);
+		EXPECT_EQ(-ENOENT, w[i].unreg2_ret) TH_LOG("worker %d", i);
+	}
+	pthread_barrier_destroy(&barrier);
+	EXPECT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(-ENOENT, unreg(self->fd));
+}
+
+TEST_F(reg, zeroed_at_register)
+{
+	__u64 off, off2;
+	struct umcg_task *t;
+
+	reg_map(_metadata, self);
+	for (int i = 0; i < 2; i++) {
+		ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, &off));
+		ASSERT_GE(self->len, off + sizeof(*t));
+		t = self->map + off / sizeof(*t);
+		ASSERT_TRUE(all_zero(t, sizeof(*t))) TH_LOG("round %d", i);
+		memset(t, 0xff, sizeof(*t));
+		ASSERT_EQ(0, unreg(self->fd));
+	}
+	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off2));
+	EXPECT_EQ(off, off2);
+	EXPECT_TRUE(all_zero(self->map + off2 / sizeof(*t), sizeof(*t)));
+	EXPECT_EQ(0, unreg(self->fd));
+}
+
+TEST_F(reg, double_register)
+{
+	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	EXPECT_EQ(-EBUSY, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	EXPECT_EQ(-EBUSY, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(0, unreg(self->fd));
+}
+
+/* One group per process: a second file of the device cannot bind. */
+TEST_F(reg, second_file_busy)
+{
+	int fd2;
+
+	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	fd2 = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd2);
+	EXPECT_EQ(-EBUSY, reg(fd2, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(MAP_FAILED, map_tasks(fd2, self->len));
+	EXPECT_EQ(EBUSY, errno);
+	EXPECT_EQ(-ENOENT, unreg(fd2));
+	EXPECT_EQ(0, close(fd2));
+	EXPECT_EQ(0, unreg(self->fd));
+}
+
+TEST_F(reg, unregister_unregistered)
+{
+	EXPECT_EQ(-ENOENT, unreg(self->fd));
+	/* ... also once the group exists. */
+	reg_map(_metadata, self);
+	EXPECT_EQ(-ENOENT, unreg(self->fd));
+}
+
+TEST_F(reg, register_args)
+{
+	pid_t me = gettid_();
+
+	EXPECT_EQ(-EINVAL, reg(self->fd, UMCG_REGISTER_SERVER, me, 0, NULL));
+	EXPECT_EQ(-EINVAL, reg(self->fd, UMCG_REGISTER_SERVER, 0, UINT32_MAX,
+			       NULL));
+	EXPECT_EQ(-EINVAL, reg(self->fd, UMCG_REGISTER_SERVER, 0, 1U << 20,
+			       NULL));
+	EXPECT_EQ(-EINVAL, reg(self->fd, UMCG_REGISTER_WORKER, 0, 1, NULL));
+	/* The server must be a registered server of this process. */
+	EXPECT_EQ(-ESRCH, reg(self->fd, UMCG_REGISTER_WORKER, me, 0, NULL));
+	EXPECT_EQ(-ESRCH, reg(self->fd, UMCG_REGISTER_WORKER, 1, 0, NULL));
+	/* None of them registered the thread. */
+	EXPECT_EQ(-ENOENT, unreg(self->fd));
+	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	ASSERT_EQ(0, unreg(self->fd));
+}
+
+static void *worker_of_fn(void *arg)
+{
+	struct worker *w = arg;
+
+	w->reg_ret = reg(w->fd, UMCG_REGISTER_WORKER, w->server_tid, 0, NULL);
+	if (!w->reg_ret)
+		w->unreg_ret = unreg(w->fd);
+	return NULL;
+}
+
+/* A worker registered as server is no server. */
+TEST_F(reg, worker_needs_server)
+{
+	struct worker w = { .fd = self->fd, .server_tid = gettid_() };
+	pthread_t th;
+
+	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	ASSERT_EQ(0, pthread_create(&th, NULL, worker_of_fn, &w));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(-ESRCH, w.reg_ret);
+	ASSERT_EQ(0, unreg(self->fd));
+
+	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	ASSERT_EQ(0, pthread_create(&th, NULL, worker_of_fn, &w));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	EXPECT_EQ(0, w.reg_ret);
+	EXPECT_EQ(0, w.unreg_ret);
+	ASSERT_EQ(0, unreg(self->fd));
+}
+
+/* Exit status of a child: 0, or the number of the first failed step. */
+static int child_status(pid_t child)
+{
+	int status;
+
+	if (waitpid(child, &status, 0) != child)
+		return -1;
+	if (!WIFEXITED(status))
+		return -2;
+	return WEXITSTATUS(status);
+}
+
+/* A forked child inherits neither the registration nor the mapping. */
+TEST_F(reg, fork_child)
+{
+	__u64 off;
+	pid_t child;
+
+	reg_map(_metadata, self);
+	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off));
+	self->map[off / sizeof(*self->map)].next_tid = 42;
+
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		int fd2;
+
+		if (unreg(self->fd) != -EPERM)
+			_exit(1);
+		if (reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL) != -EPERM)
+			_exit(2);
+		if (map_tasks(self->fd, self->len) != MAP_FAILED ||
+		    errno != EPERM)
+			_exit(3);
+		/* The parent's mapping is not there. */
+		if (madvise(self->map, self->len, MADV_NORMAL) != -1 ||
+		    errno != ENOMEM)
+			_exit(4);
+		/* Its own file gives it its own group. */
+		fd2 = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+		if (fd2 < 0)
+			_exit(5);
+		if (reg(fd2, UMCG_REGISTER_SERVER, 0, 0, NULL))
+			_exit(6);
+		if (unreg(fd2))
+			_exit(7);
+		_exit(0);
+	}
+	EXPECT_EQ(0, child_status(child));
+	/* The parent is still registered, its memory untouched. */
+	EXPECT_EQ(42, self->map[off / sizeof(*self->map)].next_tid);
+	EXPECT_EQ(-EBUSY, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(0, unreg(self->fd));
+}
+
+/*
+ * The file belongs to the first process that uses it: here a child, so the
+ * parent that opened it can no longer register through it.
+ */
+TEST_F(reg, file_bound_to_first_user)
+{
+	int pipefd[2];
+	pid_t child;
+	char c = 0;
+
+	ASSERT_EQ(0, pipe(pipefd));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		close(pipefd[0]);
+		if (reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL))
+			_exit(1);
+		if (write(pipefd[1], &c, 1) != 1)
+			_exit(2);
+		/* Hold the registration until the parent checked. */
+		pause();
+		_exit(3);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ(1, read(pipefd[0], &c, 1));
+	EXPECT_EQ(-EPERM, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(-EPERM, unreg(self->fd));
+	EXPECT_EQ(MAP_FAILED, map_tasks(self->fd, self->len));
+	EXPECT_EQ(EPERM, errno);
+	ASSERT_EQ(0, kill(child, SIGKILL));
+	ASSERT_EQ(child, waitpid(child, NULL, 0));
+	close(pipefd[0]);
+	/* Still the child's, even dead. */
+	EXPECT_EQ(-EPERM, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+}
+
+TEST_F(reg, mmap_invalid)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	p = mmap(NULL, self->len, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, page);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, self->len + page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, self->len - page, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+	p = mmap(NULL, self->len, PROT_READ | PROT_WRITE, MAP_PRIVATE,
+		 self->fd, 0);
+	EXPECT_EQ(MAP_FAILED, p);
+	EXPECT_EQ(EINVAL, errno);
+
+	/* The valid one cannot grow. */
+	reg_map(_metadata, self);
+	p = mremap(self->map, self->len, self->len + page, MREMAP_MAYMOVE);
+	EXPECT_EQ(MAP_FAILED, p);
+}
+
+struct limit_thread {
+	int fd;
+	pthread_barrier_t *barrier;
+	int ret;
+};
+
+static void *limit_fn(void *arg)
+{
+	struct limit_thread *l = arg;
+
+	l->ret = reg(l->fd, UMCG_REGISTER_WORKER, 0, 0, NULL);
+	pthread_barrier_wait(l->barrier);
+	pthread_barrier_wait(l->barrier);
+	/* Exits registered: the slot is reclaimed once the thread is gone. */
+	return NULL;
+}
+
+TEST_F(reg, limit)
+{
+	unsigned int n = self->max_tasks;
+	struct limit_thread *l;
+	pthread_barrier_t barrier;
+	pthread_attr_t attr;
+	pthread_t *th;
+	int ok = 0, ret = 0;
+
+	l = calloc(n, sizeof(*l));
+	th = calloc(n, sizeof(*th));
+	ASSERT_TRUE(l && th);
+	ASSERT_EQ(0, pthread_attr_init(&attr));
+	ASSERT_EQ(0, pthread_attr_setstacksize(&attr, 64 * 1024));
+	ASSERT_EQ(0, pthread_barrier_init(&barrier, NULL, n + 1));
+	for (unsigned int i = 0; i < n; i++) {
+		l[i].fd = self->fd;
+		l[i].barrier = &barrier;
+		ASSERT_EQ(0, pthread_create(&th[i], &attr, limit_fn, &l[i]));
+	}
+	pthread_barrier_wait(&barrier);
+	for (unsigned int i = 0; i < n; i++)
+		ok += l[i].ret == 0;
+	EXPECT_EQ(n, ok);
+	EXPECT_EQ(-ENOSPC, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	pthread_barrier_wait(&barrier);
+	for (unsigned int i = 0; i < n; i++)
+		ASSERT_EQ(0, pthread_join(th[i], NULL));
+
+	/* The exited threads' slots come back once they are reaped. */
+	for (int i = 0; i < 200; i++) {
+		ret = reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL);
+		if (ret != -ENOSPC)
+			break;
+		sleep_ms(10);
+	}
+	EXPECT_EQ(0, ret);
+	EXPECT_EQ(0, unreg(self->fd));
+	pthread_barrier_destroy(&barrier);
+	pthread_attr_destroy(&attr);
+	free(l);
+	free(th);
+}
+
+/* ---- Module lifetime: starts with umcg.ko unloaded ---- */
+
+FIXTURE(life) {
+	char path[PATH_MAX];
+	bool was_loaded;
+	size_t len;
+};
+
+FIXTURE_SETUP(life)
+{
+	int ret, fd;
+
+	if (!umcg_kmod_find(_metadata, self->path, sizeof(self->path)))
+		return;
+	self->was_loaded = umcg_test_kmod_loaded(UMCG_KMOD_NAME);
+	ret = umcg_test_kmod_unload(UMCG_KMOD_NAME);
+	ASSERT_TRUE(ret == 0 || ret == -ENOENT)
+		TH_LOG("unloading umcg: %s", strerror(-ret));
+	ASSERT_EQ(0, umcg_test_kmod_load(self->path));
+	fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ret = get_max_tasks(fd);
+	ASSERT_LT(0, ret);
+	self->len = map_size(ret);
+	ASSERT_EQ(0, close(fd));
+}
+
+FIXTURE_TEARDOWN(life)
+{
+	int ret;
+
+	if (self->was_loaded) {
+		ret = umcg_test_kmod_load(self->path);
+		EXPECT_TRUE(ret == 0 || ret == -EEXIST);
+	} else {
+		ret = umcg_test_kmod_unload(UMCG_KMOD_NAME);
+		EXPECT_TRUE(ret == 0 || ret == -ENOENT);
+	}
+}
+
+/* Unload, retrying while a dead process's files are still being put. */
+static int unload_eventually(void)
+{
+	int ret = -1;
+
+	for (int i = 0; i < 200; i++) {
+		ret = umcg_test_kmod_unload(UMCG_KMOD_NAME);
+		if (ret != -UMCG_EINUSE)
+			break;
+		sleep_ms(10);
+	}
+	return ret;
+}
+
+/* The mapping alone keeps the group, and so the module. */
+TEST_F(life, mapping_pins_module)
+{
+	struct umcg_task *map;
+	int fd;
+
+	fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	map = map_tasks(fd, self->len);
+	ASSERT_NE(MAP_FAILED, map);
+	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
+	ASSERT_EQ(0, close(fd));
+	EXPECT_EQ(1, read_sys_number("/sys/module/umcg/refcnt"));
+	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
+	map[0].state = UMCG_TASK_RUNNABLE;
+	EXPECT_EQ(UMCG_TASK_RUNNABLE, map[0].state);
+	ASSERT_EQ(0, munmap(map, self->len));
+	EXPECT_EQ(0, read_sys_number("/sys/module/umcg/refcnt"));
+	EXPECT_EQ(0, umcg_test_kmod_unload(UMCG_KMOD_NAME));
+}
+
+#define KILL_WORKERS	4
+
+static void *kill_worker_fn(void *arg)
+{
+	int fd = *(int *)arg;
+
+	reg(fd, UMCG_REGISTER_WORKER, 0, 0, NULL);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/*
+ * The child gets as far as @stage, reports it, and is killed:
+ *   0 opened, 1 mapped, 2 registered with workers, 3 as 2 but unmapped
+ *   and closed again (the group is freed at that close, with its threads
+ *   still registered).
+ */
+static void kill_child_run(int stage, size_t len, int wfd)
+{
+	pthread_t th[KILL_WORKERS];
+	void *map = MAP_FAILED;
+	char c = 0;
+	int fd;
+
+	fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		_exit(10);
+	if (stage >= 1) {
+		map = map_tasks(fd, len);
+		if (map == MAP_FAILED)
+			_exit(11);
+	}
+	if (stage >= 2) {
+		if (reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL))
+			_exit(12);
+		for (int i = 0; i < KILL_WORKERS; i++)
+			if (pthread_create(&th[i], NULL, kill_worker_fn, &fd))
+				_exit(13);
+	}
+	if (stage >= 3) {
+		if (munmap(map, len) || close(fd))
+			_exit(14);
+	}
+	if (write(wfd, &c, 1) != 1)
+		_exit(15);
+	for (;;)
+		pause();
+}
+
+TEST_F(life, sigkill_frees_everything)
+{
+	for (int stage = 0; stage <= 3; stage++) {
+		int pipefd[2], status;
+		pid_t child;
+		char c;
+
+		if (stage && !umcg_test_kmod_loaded(UMCG_KMOD_NAME))
+			ASSERT_EQ(0, umcg_test_kmod_load(self->path));
+		ASSERT_EQ(0, pipe(pipefd));
+		child = fork();
+		ASSERT_LE(0, child);
+		if (child == 0) {
+			close(pipefd[0]);
+			kill_child_run(stage, self->len, pipefd[1]);
+		}
+		close(pipefd[1]);
+		ASSERT_EQ(1, read(pipefd[0], &c, 1)) TH_LOG("stage %d", stage);
+		close(pipefd[0]);
+		if (stage < 3)
+			EXPECT_EQ(-UMCG_EINUSE,
+				  umcg_test_kmod_unload(UMCG_KMOD_NAME))
+				TH_LOG("stage %d", stage);
+		/* Give the workers time to register (stage 2). */
+		sleep_ms(100);
+		ASSERT_EQ(0, kill(child, SIGKILL));
+		ASSERT_EQ(child, waitpid(child, &status, 0));
+		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+			TH_LOG("stage %d: status %#x", stage, status);
+		EXPECT_EQ(0, unload_eventually()) TH_LOG("stage %d", stage);
+		EXPECT_FALSE(umcg_test_kmod_loaded(UMCG_KMOD_NAME));
+	}
+}
+
+TEST_HARNESS_MAIN
