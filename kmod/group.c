@@ -9,6 +9,8 @@
  *     umcg_group.lock
  *       umcg_groups_lock
  *
+ * (wait.c nests the per-slot wait queue locks inside umcg_group.lock.)
+ *
  * A group is allocated unbound by open().  The first REGISTER or mmap
  * through its file binds it to the calling process: its mm (the key of
  * umcg_groups, one group per mm) and its thread group.  From then on only
@@ -26,6 +28,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
+#include <linux/wait.h>
 
 #include "umcg_internal.h"
 
@@ -36,11 +39,14 @@ static DEFINE_MUTEX(umcg_groups_lock);
 struct umcg_group *umcg_group_alloc(void)
 {
 	struct umcg_group *grp;
+	unsigned int i;
 
 	grp = kvzalloc(sizeof(*grp), GFP_KERNEL);
 	if (!grp)
 		return NULL;
 	mutex_init(&grp->lock);
+	for (i = 0; i < UMCG_KMOD_MAX_TASKS; i++)
+		init_waitqueue_head(&grp->waitq[i]);
 	INIT_LIST_HEAD(&grp->node);
 	return grp;
 }

@@ -2,8 +2,9 @@
 /*
  * ioctl.c - /dev/umcg ioctls: argument validation and dispatch.
  *
- * Lock order: none taken here; task.c takes umcg_group.lock.  User memory
- * is copied in before and out after, never under a lock.
+ * Lock order: none taken here; task.c and wait.c take umcg_group.lock
+ * (and wait.c the wait queue locks under it).  User memory is copied in
+ * before and out after, never under a lock; WAIT sleeps holding none.
  *
  * Every argument is an extensible struct that starts with "__u32 size;
  * __u32 flags;" (uapi/umcg.h).  The size the caller was built with, usize,
@@ -21,7 +22,7 @@
  * copies back min(usize, sizeof(kernel struct)) bytes, on success only.
  *
  * Each handler is umcg_<obj>_<verb>(); those of commands not implemented
- * yet validate their argument and return -EOPNOTSUPP.
+ * yet (SWITCH) validate their argument and return -EOPNOTSUPP.
  */
 #include <linux/build_bug.h>
 #include <linux/errno.h>
@@ -140,7 +141,8 @@ static long umcg_task_wait(struct file *file, void __user *uarg, size_t usize)
 	if (args.flags & ~UMCG_WAIT_ABSTIME)
 		return -EINVAL;
 
-	return -EOPNOTSUPP;
+	return umcg_task_sleep(file->private_data, args.flags,
+			       args.timeout_ns);
 }
 
 static long umcg_task_wake(struct file *file, void __user *uarg, size_t usize)
@@ -154,7 +156,7 @@ static long umcg_task_wake(struct file *file, void __user *uarg, size_t usize)
 	if (args.flags || args.pad)
 		return -EINVAL;
 
-	return -EOPNOTSUPP;
+	return umcg_task_wakeup(file->private_data, args.tid);
 }
 
 static long umcg_task_switch(struct file *file, void __user *uarg,

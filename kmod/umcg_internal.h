@@ -7,6 +7,7 @@
  *   mmap_lock (held by the mm core around ->mmap)
  *     umcg_group.lock
  *       umcg_groups_lock
+ *       umcg_group.waitq[i].lock (wake_up() in wait.c)
  *
  * No user memory is touched (copy_{to,from}_user, page faults) with a umcg
  * lock held.
@@ -20,6 +21,7 @@
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/types.h>
+#include <linux/wait.h>
 
 #include <umcg.h>
 
@@ -28,7 +30,8 @@
  * UMCG_IOC_GET_INFO.  A command whose bit is clear validates its argument
  * and then fails with -EOPNOTSUPP.
  */
-#define UMCG_KMOD_FEATURES	(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER)
+#define UMCG_KMOD_FEATURES \
+	(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER | UMCG_FEATURE_WAIT)
 
 /* Most threads one group (one process) may have registered at once. */
 #define UMCG_KMOD_MAX_TASKS	256U
@@ -67,6 +70,9 @@ struct umcg_slot {
  *            mapped into the owner by mmap; NULL until bound
  * @nr_tasks: slots in use
  * @slots:    the registered threads
+ * @waitq:    per slot, where its thread sleeps in UMCG_IOC_WAIT (wait.c);
+ *            initialised once by umcg_group_alloc(), never reset with the
+ *            slot
  *
  * Lives from open() to the release of the file, i.e. until the last fd
  * and the last mapping of it are gone; a dying process closes both, so it
@@ -80,6 +86,7 @@ struct umcg_group {
 	struct umcg_task	*tasks;
 	unsigned int		nr_tasks;
 	struct umcg_slot	slots[UMCG_KMOD_MAX_TASKS];
+	wait_queue_head_t	waitq[UMCG_KMOD_MAX_TASKS];
 };
 
 /* group.c: lifetime and ownership. */
@@ -92,6 +99,10 @@ bool umcg_group_owned(const struct umcg_group *grp);
 int umcg_task_add(struct umcg_group *grp,
 		  const struct umcg_register_args *args, u64 *task_off);
 int umcg_task_del(struct umcg_group *grp);
+
+/* wait.c: UMCG_IOC_WAIT of the calling thread, UMCG_IOC_WAKE. */
+int umcg_task_sleep(struct umcg_group *grp, u32 flags, u64 timeout_ns);
+int umcg_task_wakeup(struct umcg_group *grp, u32 tid);
 
 /* mmap.c: the .mmap of /dev/umcg. */
 int umcg_mmap(struct file *file, struct vm_area_struct *vma);

@@ -192,7 +192,13 @@ struct umcg_unregister_args {
  * @flags:      r: UMCG_WAIT_*
  * @timeout_ns: r: CLOCK_MONOTONIC timeout, 0 for none
  *
- * Sleeps until this thread's state is RUNNING, a signal or the timeout.
+ * Sleeps until this thread's state (bits 0-7 of its struct umcg_task
+ * state word) is RUNNING, a signal or the timeout; returns at once if it
+ * already is.  A timeout already past times out at once; one above
+ * INT64_MAX is none.
+ * Errors: -ETIMEDOUT the timeout passed; -EINTR a signal (not restarted);
+ * -ENOENT the calling thread is not registered; -EPERM the file's group
+ * belongs to another process.
  */
 struct umcg_wait_args {
 	__u32	size;
@@ -207,6 +213,12 @@ struct umcg_wait_args {
  * @flags: r: must be zero
  * @tid:   r: a registered thread of the caller's process
  * @pad:   must be zero
+ *
+ * Wakes @tid if it sleeps in UMCG_IOC_WAIT; it returns from there only if
+ * its state reads RUNNING, so write that first.  A WAKE of a thread that
+ * does not wait does nothing (the RUNNING written is the permit).
+ * Errors: -ESRCH @tid is no live registered thread of the caller's group;
+ * -EPERM the file's group belongs to another process.
  */
 struct umcg_wake_args {
 	__u32	size;

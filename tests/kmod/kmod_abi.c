@@ -2,9 +2,10 @@
 /*
  * Description: the ioctl ABI of /dev/umcg: UMCG_IOC_GET_INFO's answer, and
  * for every command the validation of its extensible argument struct
- * (uapi/umcg.h) before the command runs (REGISTER, UNREGISTER) or fails
- * with -EOPNOTSUPP (WAIT, WAKE, SWITCH).  A valid REGISTER succeeds and is
- * undone at once; a valid UNREGISTER of an unregistered thread is -ENOENT.
+ * (uapi/umcg.h) before the command runs (REGISTER, UNREGISTER, WAIT, WAKE)
+ * or fails with -EOPNOTSUPP (SWITCH).  A valid REGISTER succeeds and is
+ * undone at once; a valid UNREGISTER or WAIT of an unregistered thread is
+ * -ENOENT; a valid WAKE of tid 0 is -ESRCH.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -110,7 +111,8 @@ static void umcg_info_check(struct __test_metadata *_metadata,
 			    const struct umcg_info *info)
 {
 	EXPECT_EQ(UMCG_API_VERSION, info->api_version);
-	EXPECT_EQ(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER, info->features);
+	EXPECT_EQ(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER | UMCG_FEATURE_WAIT,
+		  info->features);
 	EXPECT_LT(0, info->max_tasks);
 	EXPECT_EQ(0, info->flags);
 	EXPECT_TRUE(all_zero(info->reserved, sizeof(info->reserved)));
@@ -292,7 +294,7 @@ FIXTURE_VARIANT_ADD(umcg_cmd, unregister) {
 FIXTURE_VARIANT_ADD(umcg_cmd, wait) {
 	.cmd = UMCG_IOC_WAIT,
 	.ver0 = UMCG_WAIT_SIZE_VER0,
-	.err = EOPNOTSUPP,
+	.err = ENOENT,
 	.bad = umcg_wait_bad,
 };
 
@@ -300,14 +302,14 @@ FIXTURE_VARIANT_ADD(umcg_cmd, wait_abstime) {
 	.cmd = UMCG_IOC_WAIT,
 	.ver0 = UMCG_WAIT_SIZE_VER0,
 	.flags = UMCG_WAIT_ABSTIME,
-	.err = EOPNOTSUPP,
+	.err = ENOENT,
 	.bad = umcg_wait_bad,
 };
 
 FIXTURE_VARIANT_ADD(umcg_cmd, wake) {
 	.cmd = UMCG_IOC_WAKE,
 	.ver0 = UMCG_WAKE_SIZE_VER0,
-	.err = EOPNOTSUPP,
+	.err = ESRCH,
 	.bad = umcg_wake_bad,
 };
 
