@@ -261,7 +261,7 @@ TEST_F(reg, server_and_workers)
 
 TEST_F(reg, zeroed_at_register)
 {
-	__u64 off, off2;
+	__u64 off = 0, off2 = 0;
 	struct umcg_task *t;
 
 	reg_map(_metadata, self);
@@ -377,7 +377,7 @@ static int child_status(pid_t child)
 /* A forked child inherits neither the registration nor the mapping. */
 TEST_F(reg, fork_child)
 {
-	__u64 off;
+	__u64 off = 0;
 	pid_t child;
 
 	reg_map(_metadata, self);

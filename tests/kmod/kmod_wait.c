@@ -251,7 +251,7 @@ TEST_F(w, running_with_flags)
 
 TEST_F(w, wake_before_wait)
 {
-	__u64 off, t0;
+	__u64 off = 0, t0;
 
 	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, &off));
 	set_state(&self->map[off / sizeof(struct umcg_task)],

@@ -381,7 +381,12 @@ static inline bool io_again(int err)
 	return err == EAGAIN || err == EWOULDBLOCK;
 }
 
-ssize_t umcg_io_read(int fd, void *buf, size_t count)
+/*
+ * The retry loop of read and write: @op until it neither fails with EINTR
+ * nor would block, parking on @events meanwhile.  errno is preserved.
+ */
+static ssize_t io_rw(int fd, void *buf, size_t count, uint32_t events,
+		     ssize_t (*op)(int fd, void *buf, size_t count))
 {
 	int saved = errno;
 	ssize_t ret;
@@ -390,39 +395,32 @@ ssize_t umcg_io_read(int fd, void *buf, size_t count)
 		return -EINVAL;
 	ret = io_nonblock(fd);
 	while (!ret) {
-		ret = read(fd, buf, count);
+		ret = op(fd, buf, count);
 		if (ret >= 0)
 			break;
 		ret = -errno;
 		if (ret == -EINTR)
 			ret = 0;
 		else if (io_again(-ret))
-			ret = io_wait(fd, EPOLLIN);
+			ret = io_wait(fd, events);
 	}
 	errno = saved;
 	return ret;
 }
 
+static ssize_t io_write_op(int fd, void *buf, size_t count)
+{
+	return write(fd, buf, count);
+}
+
+ssize_t umcg_io_read(int fd, void *buf, size_t count)
+{
+	return io_rw(fd, buf, count, EPOLLIN, read);
+}
+
 ssize_t umcg_io_write(int fd, const void *buf, size_t count)
 {
-	int saved = errno;
-	ssize_t ret;
-
-	if ((!buf && count) || count > SSIZE_MAX)
-		return -EINVAL;
-	ret = io_nonblock(fd);
-	while (!ret) {
-		ret = write(fd, buf, count);
-		if (ret >= 0)
-			break;
-		ret = -errno;
-		if (ret == -EINTR)
-			ret = 0;
-		else if (io_again(-ret))
-			ret = io_wait(fd, EPOLLOUT);
-	}
-	errno = saved;
-	return ret;
+	return io_rw(fd, (void *)buf, count, EPOLLOUT, io_write_op);
 }
 
 int umcg_io_accept(int fd, struct sockaddr *addr, socklen_t *addrlen)
