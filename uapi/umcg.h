@@ -48,9 +48,37 @@
  *   RUNNING  -> BLOCKED    kernel:  the thread blocked in the kernel
  *   BLOCKED  -> RUNNABLE   kernel:  the blocking call completed (C3: it runs
  *                                   no user code until picked again)
- *   RUNNING  -> RUNNABLE   library: yield, or preemption (UMCG_TF_PREEMPT)
+ *   RUNNING  -> RUNNABLE   library: yield; kernel: preemption
+ *                                   (UMCG_IOC_PREEMPT, UMCG_TF_PREEMPT)
  *   RUNNING  -> PARKED     library: park; PARKED -> RUNNABLE on unpark
  *   any      -> DONE       library or kernel: the thread exited
+ *
+ * With a kernel backend (UMCG_FEATURE_BLOCK) the kernel makes the moves
+ * marked "kernel" on a registered worker by itself:
+ *
+ *   - RUNNING -> BLOCKED when the worker is about to sleep in the kernel
+ *     (any sleep: a syscall, a page fault, a lock), unless it sleeps in
+ *     a umcg command; its server (@server_tid of its struct umcg_task) is
+ *     then poked (below).
+ *   - BLOCKED -> RUNNABLE on its way back to user space, after which it
+ *     sleeps in the kernel, running no user code, until its state reads
+ *     RUNNING (the library picked it and woke it with UMCG_IOC_WAKE or
+ *     UMCG_IOC_SWITCH).  Non-fatal signals wait until then; fatal ones
+ *     end the wait.  A sleep that turns out not to happen (a signal
+ *     arrived first) still makes the two moves.
+ *   - RUNNING -> RUNNABLE at its next return to user space after
+ *     UMCG_IOC_PREEMPT, then it waits to be picked as above.
+ *   - RUNNING or BLOCKED -> DONE when it exits registered.
+ *
+ * Each such move sets the worker's bit in the group's event bitmap (see
+ * UMCG_MMAP_EVENTS_OFF), increments @seq, and pokes a server: the kernel
+ * stores RUNNING into the server's state word and, if it did not read
+ * RUNNING there, wakes the server from UMCG_IOC_WAIT.  A server thus uses
+ * its own word as its doorbell: it stores RUNNABLE, looks for work
+ * (clearing event bits with an atomic exchange), and sleeps in
+ * UMCG_IOC_WAIT only if there is none.  The poked server is the worker's
+ * @server_tid if that is a registered server of the group, else the
+ * group's first registered server.
  */
 #define UMCG_TASK_NEW		0x00U
 #define UMCG_TASK_RUNNABLE	0x01U
@@ -73,7 +101,8 @@
 /**
  * struct umcg_task - per-thread state shared by libumcg and the kernel side
  * @state:      r/w: UMCG_TASK_* | UMCG_TF_*; the futex word for hand-off
- * @server_tid: r: tid of the server whose core this thread uses, 0 if none
+ * @server_tid: r: tid of the server whose core this thread uses, 0 if none;
+ *              the server the kernel pokes about this worker
  * @next_tid:   r: directed-switch target set by the library, 0 if none
  * @cpu:        w: the CPU this thread last ran on
  * @blocked_ns: w: CLOCK_MONOTONIC time of the last RUNNING -> BLOCKED
@@ -101,7 +130,8 @@ struct umcg_task {
 #define UMCG_FEATURE_REGISTER	(1ULL << 1)	/* UMCG_IOC_(UN)REGISTER */
 #define UMCG_FEATURE_WAIT	(1ULL << 2)	/* UMCG_IOC_WAIT, UMCG_IOC_WAKE */
 #define UMCG_FEATURE_SWITCH	(1ULL << 3)	/* UMCG_IOC_SWITCH */
-#define UMCG_FEATURE_BLOCK	(1ULL << 4)	/* RUNNING -> BLOCKED detection */
+#define UMCG_FEATURE_BLOCK	(1ULL << 4)	/* kernel moves and events */
+#define UMCG_FEATURE_PREEMPT	(1ULL << 5)	/* UMCG_IOC_PREEMPT */
 
 /**
  * struct umcg_info - argument of UMCG_IOC_GET_INFO
@@ -123,17 +153,32 @@ struct umcg_info {
 #define UMCG_INFO_SIZE_VER0	48
 
 /*
- * mmap of the device: the per-thread struct umcg_tasks of the caller's
- * group.  Exactly one layout is valid: MAP_SHARED, offset
- * UMCG_MMAP_TASKS_OFF, length UMCG_MMAP_TASKS_SIZE(max_tasks, page size)
- * with max_tasks from UMCG_IOC_GET_INFO; anything else is -EINVAL.  The
- * mapping is not inherited across fork.  Use FUTEX_PRIVATE_FLAG on the
- * state words: the memory belongs to the module, not to a file.
+ * mmap of the device: the caller's group's shared area.  Exactly one
+ * layout is valid: MAP_SHARED, offset 0, length
+ * UMCG_MMAP_SIZE(max_tasks, page size) with max_tasks from
+ * UMCG_IOC_GET_INFO; anything else is -EINVAL.  The mapping is not
+ * inherited across fork.  The memory belongs to the module, not to a
+ * file: use FUTEX_PRIVATE_FLAG if you futex on it.
+ *
+ *   UMCG_MMAP_TASKS_OFF   max_tasks struct umcg_task, one per slot, at
+ *                         the task_off REGISTER returns; rounded up to
+ *                         whole pages
+ *   UMCG_MMAP_EVENTS_OFF  the event bitmap: max_tasks bits in __u64
+ *                         words; bit (i % 64) of word (i / 64) is set by
+ *                         the kernel (an atomic OR, after the move is
+ *                         visible) when it moves slot i's state; the
+ *                         library takes bits with an atomic exchange.
+ *                         Bits of free slots may be set; ignore them.
+ *                         One page.
  */
 #define UMCG_MMAP_TASKS_OFF	0ULL
 #define UMCG_MMAP_TASKS_SIZE(max_tasks, page_size) \
 	((((__u64)(max_tasks) * sizeof(struct umcg_task)) + (page_size) - 1) / \
 	 (page_size) * (page_size))
+#define UMCG_MMAP_EVENTS_OFF(max_tasks, page_size) \
+	UMCG_MMAP_TASKS_SIZE(max_tasks, page_size)
+#define UMCG_MMAP_SIZE(max_tasks, page_size) \
+	(UMCG_MMAP_TASKS_SIZE(max_tasks, page_size) + (page_size))
 
 /* Flags of struct umcg_register_args. */
 #define UMCG_REGISTER_WORKER	(1U << 0)
@@ -235,6 +280,12 @@ struct umcg_wake_args {
  * @next_tid:   r: the thread to run on the caller's core (C4)
  * @pad:        must be zero
  * @timeout_ns: r: as in struct umcg_wait_args
+ *
+ * UMCG_IOC_WAKE of @next_tid, asking the scheduler to run it on the
+ * caller's CPU (best effort: the kernel's WF_CURRENT_CPU), then
+ * UMCG_IOC_WAIT of the caller, in one call.  Store RUNNING into the
+ * target's word, and a state other than RUNNING into the caller's, first.
+ * Errors: those of WAKE (nothing waits then), then those of WAIT.
  */
 struct umcg_switch_args {
 	__u32	size;
@@ -245,6 +296,29 @@ struct umcg_switch_args {
 };
 #define UMCG_SWITCH_SIZE_VER0	24
 
+/**
+ * struct umcg_preempt_args - argument of UMCG_IOC_PREEMPT
+ * @size:  r: sizeof(struct umcg_preempt_args)
+ * @flags: r: must be zero
+ * @tid:   r: a registered worker of the caller's process
+ * @pad:   must be zero
+ *
+ * Asks @tid to leave its core: at its next return to user space (at once
+ * if it runs user code: the CPU is interrupted), if its state word then
+ * reads RUNNING with UMCG_TF_PREEMPT set, the kernel clears the flag,
+ * moves it to RUNNABLE (an event, see above) and makes it wait to be
+ * picked.  Set UMCG_TF_PREEMPT first; a worker found in another state is
+ * left alone.  Errors: -ESRCH @tid is no live registered worker of the
+ * caller's group; -EPERM the file's group belongs to another process.
+ */
+struct umcg_preempt_args {
+	__u32	size;
+	__u32	flags;
+	__u32	tid;
+	__u32	pad;
+};
+#define UMCG_PREEMPT_SIZE_VER0	16
+
 #define UMCG_IOC_MAGIC		0xE7
 
 #define UMCG_IOC_GET_INFO	_IOWR(UMCG_IOC_MAGIC, 0x00, struct umcg_info)
@@ -253,6 +327,7 @@ struct umcg_switch_args {
 #define UMCG_IOC_WAIT		_IOW(UMCG_IOC_MAGIC, 0x03, struct umcg_wait_args)
 #define UMCG_IOC_WAKE		_IOW(UMCG_IOC_MAGIC, 0x04, struct umcg_wake_args)
 #define UMCG_IOC_SWITCH		_IOW(UMCG_IOC_MAGIC, 0x05, struct umcg_switch_args)
+#define UMCG_IOC_PREEMPT	_IOW(UMCG_IOC_MAGIC, 0x06, struct umcg_preempt_args)
 
 #ifdef __cplusplus
 #define __UMCG_STATIC_ASSERT(e, m) static_assert(e, m)
@@ -274,5 +349,7 @@ __UMCG_STATIC_ASSERT(sizeof(struct umcg_wake_args) == UMCG_WAKE_SIZE_VER0,
 		     "struct umcg_wake_args VER0 layout");
 __UMCG_STATIC_ASSERT(sizeof(struct umcg_switch_args) == UMCG_SWITCH_SIZE_VER0,
 		     "struct umcg_switch_args VER0 layout");
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_preempt_args) == UMCG_PREEMPT_SIZE_VER0,
+		     "struct umcg_preempt_args VER0 layout");
 
 #endif /* _UAPI_UMCG_H */

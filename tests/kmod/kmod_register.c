@@ -72,7 +72,7 @@ static int get_max_tasks(int fd)
 
 static size_t map_size(unsigned int max_tasks)
 {
-	return UMCG_MMAP_TASKS_SIZE(max_tasks, sysconf(_SC_PAGESIZE));
+	return UMCG_MMAP_SIZE(max_tasks, sysconf(_SC_PAGESIZE));
 }
 
 static void *map_tasks(int fd, size_t len)

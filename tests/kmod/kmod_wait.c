@@ -101,7 +101,7 @@ static size_t map_size(int fd)
 
 	if (ioctl(fd, UMCG_IOC_GET_INFO, &info))
 		return 0;
-	return UMCG_MMAP_TASKS_SIZE(info.max_tasks, sysconf(_SC_PAGESIZE));
+	return UMCG_MMAP_SIZE(info.max_tasks, sysconf(_SC_PAGESIZE));
 }
 
 static struct umcg_task *map_tasks(int fd, size_t len)
