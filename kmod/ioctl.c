@@ -2,9 +2,9 @@
 /*
  * ioctl.c - /dev/umcg ioctls: argument validation and dispatch.
  *
- * Lock order: none taken here; task.c and wait.c take umcg_group.lock
- * (and wait.c the wait queue locks under it).  User memory is copied in
- * before and out after, never under a lock; WAIT sleeps holding none.
+ * Lock order: none taken here; task.c takes umcg_group.lock, wait.c only
+ * wait queue locks.  User memory is copied in before and out after, never
+ * under a lock; WAIT and SWITCH sleep holding none.
  *
  * Every argument is an extensible struct that starts with "__u32 size;
  * __u32 flags;" (uapi/umcg.h).  The size the caller was built with, usize,
@@ -21,8 +21,7 @@
  * and only then the command itself.  A command that returns a result
  * copies back min(usize, sizeof(kernel struct)) bytes, on success only.
  *
- * Each handler is umcg_<obj>_<verb>(); those of commands not implemented
- * yet (SWITCH) validate their argument and return -EOPNOTSUPP.
+ * Each handler is umcg_<obj>_<verb>().
  */
 #include <linux/build_bug.h>
 #include <linux/errno.h>
@@ -41,6 +40,7 @@ static_assert(offsetof(struct umcg_unregister_args, size) == 0);
 static_assert(offsetof(struct umcg_wait_args, size) == 0);
 static_assert(offsetof(struct umcg_wake_args, size) == 0);
 static_assert(offsetof(struct umcg_switch_args, size) == 0);
+static_assert(offsetof(struct umcg_preempt_args, size) == 0);
 
 /*
  * Is @cmd the command @ref, at any size from @ver0 up?  The same test as
@@ -159,8 +159,8 @@ static long umcg_task_wake(struct file *file, void __user *uarg, size_t usize)
 	return umcg_task_wakeup(file->private_data, args.tid);
 }
 
-static long umcg_task_switch(struct file *file, void __user *uarg,
-			     size_t usize)
+static long umcg_task_switch_to(struct file *file, void __user *uarg,
+				size_t usize)
 {
 	struct umcg_switch_args args;
 	int ret;
@@ -171,7 +171,23 @@ static long umcg_task_switch(struct file *file, void __user *uarg,
 	if ((args.flags & ~UMCG_WAIT_ABSTIME) || args.pad)
 		return -EINVAL;
 
-	return -EOPNOTSUPP;
+	return umcg_task_switch(file->private_data, args.next_tid, args.flags,
+				args.timeout_ns);
+}
+
+static long umcg_task_preempt_ask(struct file *file, void __user *uarg,
+				  size_t usize)
+{
+	struct umcg_preempt_args args;
+	int ret;
+
+	ret = umcg_args_copy_in(&args, sizeof(args), uarg, usize);
+	if (ret)
+		return ret;
+	if (args.flags || args.pad)
+		return -EINVAL;
+
+	return umcg_task_preempt(file->private_data, args.tid);
 }
 
 long umcg_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -205,7 +221,12 @@ long umcg_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	case _IOC_NR(UMCG_IOC_SWITCH):
 		if (!umcg_ioc_match(cmd, UMCG_IOC_SWITCH, UMCG_SWITCH_SIZE_VER0))
 			break;
-		return umcg_task_switch(file, uarg, usize);
+		return umcg_task_switch_to(file, uarg, usize);
+	case _IOC_NR(UMCG_IOC_PREEMPT):
+		if (!umcg_ioc_match(cmd, UMCG_IOC_PREEMPT,
+				    UMCG_PREEMPT_SIZE_VER0))
+			break;
+		return umcg_task_preempt_ask(file, uarg, usize);
 	}
 	return -ENOTTY;
 }

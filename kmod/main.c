@@ -1,21 +1,40 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * main.c - umcg.ko entry points and the misc device /dev/umcg.
+ * main.c - umcg.ko entry points, the misc device /dev/umcg and its
+ * read-only attributes in /sys/class/misc/umcg/.
  *
  * Lock order: none; this file takes no locks itself.
  *
- * misc_open() takes a reference on umcg_fops.owner for every open file of
- * /dev/umcg, so the module cannot be unloaded while it has users (C7):
- * delete_module() fails with -EWOULDBLOCK until the last such file is
- * released.  Each file carries one group (group.c) in ->private_data, from
- * ->open to ->release; a mapping holds the file, so while any group exists
- * the module stays loaded.
+ * Module references: misc_open() takes one on umcg_fops.owner for every
+ * open file of /dev/umcg, and every group holds one until it is freed
+ * (group.c), which outlives its file while task works of its threads are
+ * queued.  So delete_module() fails with -EWOULDBLOCK while any group
+ * exists.  Exit then unregisters the hook, waits for RCU callbacks
+ * (task.c's deferred puts) and destroys umcg_wq, which waits for a group
+ * free still returning.
+ *
+ * Attributes (decimal, for tests and the curious):
+ *   groups   allocated groups (one per open file of /dev/umcg)
+ *   tasks    registered threads, all groups
+ *   workers  registered workers, all groups
+ *   works    queued task works (block resume, preemption)
+ *   hook     the block detection in use: tracepoint or kprobe
  */
+#include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/rcupdate.h>
+#include <linux/sysfs.h>
+#include <linux/workqueue.h>
 
 #include "umcg_internal.h"
+
+struct workqueue_struct *umcg_wq;
+atomic_t umcg_nr_groups = ATOMIC_INIT(0);
+atomic_t umcg_nr_tasks = ATOMIC_INIT(0);
+atomic_t umcg_nr_workers = ATOMIC_INIT(0);
+atomic_t umcg_nr_works = ATOMIC_INIT(0);
 
 static int umcg_open(struct inode *inode, struct file *file)
 {
@@ -29,7 +48,7 @@ static int umcg_open(struct inode *inode, struct file *file)
 
 static int umcg_release(struct inode *inode, struct file *file)
 {
-	umcg_group_free(file->private_data);
+	umcg_group_put(file->private_data);
 	return 0;
 }
 
@@ -42,6 +61,36 @@ static const struct file_operations umcg_fops = {
 	.compat_ioctl	= compat_ptr_ioctl,
 };
 
+#define UMCG_COUNT_ATTR(name, counter)					\
+static ssize_t name##_show(struct device *dev,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	return sysfs_emit(buf, "%d\n", atomic_read(&(counter)));	\
+}									\
+static DEVICE_ATTR_RO(name)
+
+UMCG_COUNT_ATTR(groups, umcg_nr_groups);
+UMCG_COUNT_ATTR(tasks, umcg_nr_tasks);
+UMCG_COUNT_ATTR(workers, umcg_nr_workers);
+UMCG_COUNT_ATTR(works, umcg_nr_works);
+
+static ssize_t hook_show(struct device *dev, struct device_attribute *attr,
+			 char *buf)
+{
+	return sysfs_emit(buf, "%s\n", umcg_hook_name());
+}
+static DEVICE_ATTR_RO(hook);
+
+static struct attribute *umcg_attrs[] = {
+	&dev_attr_groups.attr,
+	&dev_attr_tasks.attr,
+	&dev_attr_workers.attr,
+	&dev_attr_works.attr,
+	&dev_attr_hook.attr,
+	NULL,
+};
+ATTRIBUTE_GROUPS(umcg);
+
 /*
  * Open to everyone: every command acts on the caller's own threads only
  * (C8), and libumcg must find the device from unprivileged processes.
@@ -51,9 +100,43 @@ static struct miscdevice umcg_misc = {
 	.name	= UMCG_DEVICE_NAME,
 	.fops	= &umcg_fops,
 	.mode	= 0666,
+	.groups	= umcg_groups,
 };
 
-module_misc_device(umcg_misc);
+static int __init umcg_init(void)
+{
+	int ret;
+
+	umcg_wq = alloc_workqueue("umcg", WQ_UNBOUND, 0);
+	if (!umcg_wq)
+		return -ENOMEM;
+	ret = umcg_hook_init();
+	if (ret)
+		goto out_wq;
+	ret = misc_register(&umcg_misc);
+	if (ret)
+		goto out_hook;
+	pr_info("umcg: /dev/%s, ABI %d, block detection by %s\n",
+		UMCG_DEVICE_NAME, UMCG_API_VERSION, umcg_hook_name());
+	return 0;
+
+out_hook:
+	umcg_hook_exit();
+out_wq:
+	destroy_workqueue(umcg_wq);
+	return ret;
+}
+
+static void __exit umcg_exit(void)
+{
+	misc_deregister(&umcg_misc);
+	umcg_hook_exit();
+	rcu_barrier();
+	destroy_workqueue(umcg_wq);
+}
+
+module_init(umcg_init);
+module_exit(umcg_exit);
 
 MODULE_DESCRIPTION("umcg: kernel side of user-managed concurrency groups");
 MODULE_LICENSE("GPL");

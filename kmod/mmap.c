@@ -6,8 +6,9 @@
  * umcg_group.lock, then what group.c takes under it.
  *
  * The one valid mapping is MAP_SHARED, at offset 0, of exactly
- * UMCG_KMOD_TASKS_SIZE bytes (UMCG_IOC_GET_INFO's max_tasks struct
- * umcg_tasks, rounded up to pages); anything else is -EINVAL.  The memory
+ * UMCG_KMOD_AREA_SIZE bytes (UMCG_MMAP_SIZE() of UMCG_IOC_GET_INFO's
+ * max_tasks: the struct umcg_tasks, then the event bitmap's page);
+ * anything else is -EINVAL.  The memory
  * is the module's (vmalloc_user(), zeroed), so the scheduler hooks never
  * fault on it.  The mapping binds the group like REGISTER does, is not
  * inherited across fork (VM_DONTCOPY) and cannot grow (VM_DONTEXPAND).
@@ -26,7 +27,7 @@ int umcg_mmap(struct file *file, struct vm_area_struct *vma)
 	int ret;
 
 	if (vma->vm_pgoff ||
-	    vma->vm_end - vma->vm_start != UMCG_KMOD_TASKS_SIZE)
+	    vma->vm_end - vma->vm_start != UMCG_KMOD_AREA_SIZE)
 		return -EINVAL;
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;

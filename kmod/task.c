@@ -1,46 +1,162 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * task.c - registration of the calling thread in its process's group.
+ * task.c - registration of the calling thread in its process's group, and
+ * the lookups of a registered slot by task (the hook) and by tid (WAKE,
+ * SWITCH, PREEMPT).
  *
- * Lock order: umcg_group.lock, then what group.c takes under it.
+ * Lock order: umcg_group.lock, then umcg_task_hash_lock or
+ * umcg_group.server_lock (never both).
  *
- * A thread registers only itself: the slot records task_pid(current), and
- * only a thread of the group's owner process gets that far (group.c).  A
- * thread that exits without unregistering keeps its slot until a later
- * REGISTER finds its struct pid without a task and reclaims it, or until
- * the group is freed.
+ * A thread registers only itself.  A thread that exits without
+ * unregistering keeps its slot until a later REGISTER finds its struct pid
+ * without a task and reclaims it, or until the group is freed.  A slot
+ * with a task work still queued is not reused (its callback checks that
+ * the slot's task is still the one it runs in).
+ *
+ * Readers: umcg_slot_of_task() and umcg_slot_of_tid() walk RCU hash lists
+ * without a lock; a slot they return belongs to a group that lives at
+ * least until the end of their read-side section (group.c), but may be
+ * unregistered or reused meanwhile, so callers re-check what they rely
+ * on.  Writers hold umcg_group.lock (and umcg_task_hash_lock for the
+ * global hash).
  */
+#include <linux/atomic.h>
 #include <linux/cpumask.h>
 #include <linux/errno.h>
+#include <linux/hashtable.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/rculist.h>
 #include <linux/sched.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
 #include <linux/string.h>
 
 #include "umcg_internal.h"
 
+/* Every registered slot of every group, keyed by task_struct address. */
+static DEFINE_HASHTABLE(umcg_task_hash, 9);
+static DEFINE_SPINLOCK(umcg_task_hash_lock);
+
+/*
+ * The registered slot of @tsk, or NULL.  Caller in an RCU (or RCU-sched,
+ * i.e. preemption disabled) read-side section.
+ */
+struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk)
+{
+	struct umcg_slot *slot;
+
+	hash_for_each_possible_rcu_notrace(umcg_task_hash, slot, task_node,
+					   (unsigned long)tsk) {
+		if (READ_ONCE(slot->task) == tsk)
+			return slot;
+	}
+	return NULL;
+}
+
+/*
+ * The slot of the live thread of @grp whose tid is @tid, or NULL.  Caller
+ * under rcu_read_lock().
+ */
+struct umcg_slot *umcg_slot_of_tid(struct umcg_group *grp, u32 tid)
+{
+	struct umcg_slot *slot;
+
+	hash_for_each_possible_rcu(grp->tid_hash, slot, tid_node, tid) {
+		struct pid *pid = READ_ONCE(slot->pid);
+
+		/* A dead thread's tid may be someone else's by now. */
+		if (READ_ONCE(slot->tid) == tid && pid &&
+		    pid_has_task(pid, PIDTYPE_PID))
+			return slot;
+	}
+	return NULL;
+}
+
+/* References a freed slot held, dropped after an RCU grace period. */
+struct umcg_slot_refs {
+	struct rcu_head		rcu;
+	struct task_struct	*task;
+	struct pid		*pid;
+};
+
+static void umcg_slot_refs_put(struct rcu_head *rcu)
+{
+	struct umcg_slot_refs *refs = container_of(rcu, struct umcg_slot_refs,
+						   rcu);
+
+	put_task_struct(refs->task);
+	put_pid(refs->pid);
+	kfree(refs);
+}
+
+/*
+ * Unregister @slot's thread.  grp->lock held (or the group is dying).
+ * Lock-free readers may still look at the slot's task and pid, so those
+ * references are dropped after a grace period (module exit waits for
+ * them with rcu_barrier()).
+ */
+void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot)
+{
+	struct umcg_slot_refs *refs = kmalloc(sizeof(*refs), GFP_KERNEL);
+	unsigned int i;
+
+	spin_lock(&umcg_task_hash_lock);
+	hash_del_rcu(&slot->task_node);
+	spin_unlock(&umcg_task_hash_lock);
+	hash_del_rcu(&slot->tid_node);
+
+	if (slot->flags == UMCG_REGISTER_SERVER) {
+		spin_lock(&grp->server_lock);
+		for (i = 0; i < grp->nr_servers; i++) {
+			if (grp->servers[i] != slot->idx)
+				continue;
+			memmove(&grp->servers[i], &grp->servers[i + 1],
+				(grp->nr_servers - i - 1) *
+				sizeof(grp->servers[0]));
+			grp->nr_servers--;
+			break;
+		}
+		spin_unlock(&grp->server_lock);
+	} else {
+		atomic_dec(&umcg_nr_workers);
+	}
+
+	if (refs) {
+		refs->task = slot->task;
+		refs->pid = slot->pid;
+	} else {
+		synchronize_rcu();
+		put_task_struct(slot->task);
+		put_pid(slot->pid);
+	}
+	WRITE_ONCE(slot->task, NULL);
+	WRITE_ONCE(slot->pid, NULL);
+	if (refs)
+		call_rcu(&refs->rcu, umcg_slot_refs_put);
+	slot->flags = 0;
+	slot->tid = 0;
+	slot->cpu = 0;
+	grp->nr_tasks--;
+	atomic_dec(&umcg_nr_tasks);
+}
+
 /* Free @slot if its thread is gone.  grp->lock held. */
 static void umcg_slot_reap(struct umcg_group *grp, struct umcg_slot *slot)
 {
-	if (!slot->pid || pid_has_task(slot->pid, PIDTYPE_PID))
-		return;
-	put_pid(slot->pid);
-	memset(slot, 0, sizeof(*slot));
-	grp->nr_tasks--;
+	if (slot->task && !pid_has_task(slot->pid, PIDTYPE_PID))
+		umcg_slot_free(grp, slot);
 }
 
-/* The server of @grp whose tid (in the caller's namespace) is @tid. */
+/* Is there a server of @grp whose tid is @tid?  grp->lock held. */
 static bool umcg_server_find(struct umcg_group *grp, u32 tid)
 {
 	unsigned int i;
 
-	for (i = 0; i < UMCG_KMOD_MAX_TASKS; i++) {
-		struct umcg_slot *slot = &grp->slots[i];
-
-		if (slot->pid && slot->flags == UMCG_REGISTER_SERVER &&
-		    pid_vnr(slot->pid) == tid)
+	for (i = 0; i < grp->nr_servers; i++)
+		if (grp->slots[grp->servers[i]].tid == tid)
 			return true;
-	}
 	return false;
 }
 
@@ -63,7 +179,8 @@ static int umcg_args_check(struct umcg_group *grp,
 
 /*
  * Register the calling thread as args->flags says; its struct umcg_task
- * is zeroed and its offset in the mapping stored in @task_off.
+ * is zeroed and its offset in the
+ * mapping stored in @task_off.
  *
  * Return: 0; -EPERM (not the group's process); -EBUSY (already registered,
  * or the process has a group on another file); -EINVAL (server_tid of a
@@ -74,8 +191,8 @@ static int umcg_args_check(struct umcg_group *grp,
 int umcg_task_add(struct umcg_group *grp,
 		  const struct umcg_register_args *args, u64 *task_off)
 {
-	struct pid *pid = task_pid(current);
 	struct umcg_slot *slot = NULL;
+	struct umcg_task *task;
 	unsigned int i;
 	int ret;
 
@@ -88,11 +205,11 @@ int umcg_task_add(struct umcg_group *grp,
 		struct umcg_slot *s = &grp->slots[i];
 
 		umcg_slot_reap(grp, s);
-		if (s->pid == pid) {
+		if (s->task == current) {
 			ret = -EBUSY;
 			goto out;
 		}
-		if (!s->pid && !slot)
+		if (!s->task && !slot && !READ_ONCE(s->work_bits))
 			slot = s;
 	}
 	ret = umcg_args_check(grp, args);
@@ -103,14 +220,30 @@ int umcg_task_add(struct umcg_group *grp,
 		goto out;
 	}
 
-	i = slot - grp->slots;
-	memset(&grp->tasks[i], 0, sizeof(grp->tasks[i]));
-	slot->pid = get_pid(pid);
+	task = &grp->tasks[slot->idx];
+	memset(task, 0, sizeof(*task));
 	slot->flags = args->flags;
-	slot->server_tid = args->server_tid;
+	slot->tid = task_pid_vnr(current);
 	slot->cpu = args->cpu;
+	slot->pid = get_pid(task_pid(current));
+	get_task_struct(current);
+	WRITE_ONCE(slot->task, current);
 	grp->nr_tasks++;
-	*task_off = (u64)i * sizeof(struct umcg_task);
+	atomic_inc(&umcg_nr_tasks);
+
+	hash_add_rcu(grp->tid_hash, &slot->tid_node, slot->tid);
+	if (args->flags == UMCG_REGISTER_SERVER) {
+		spin_lock(&grp->server_lock);
+		grp->servers[grp->nr_servers++] = slot->idx;
+		spin_unlock(&grp->server_lock);
+	} else {
+		atomic_inc(&umcg_nr_workers);
+	}
+	spin_lock(&umcg_task_hash_lock);
+	hash_add_rcu(umcg_task_hash, &slot->task_node, (unsigned long)current);
+	spin_unlock(&umcg_task_hash_lock);
+
+	*task_off = (u64)slot->idx * sizeof(struct umcg_task);
 out:
 	mutex_unlock(&grp->lock);
 	return ret;
@@ -124,7 +257,6 @@ out:
  */
 int umcg_task_del(struct umcg_group *grp)
 {
-	struct pid *pid = task_pid(current);
 	unsigned int i;
 	int ret = -ENOENT;
 
@@ -134,13 +266,9 @@ int umcg_task_del(struct umcg_group *grp)
 		goto out;
 	}
 	for (i = 0; i < UMCG_KMOD_MAX_TASKS; i++) {
-		struct umcg_slot *slot = &grp->slots[i];
-
-		if (slot->pid != pid)
+		if (grp->slots[i].task != current)
 			continue;
-		put_pid(slot->pid);
-		memset(slot, 0, sizeof(*slot));
-		grp->nr_tasks--;
+		umcg_slot_free(grp, &grp->slots[i]);
 		ret = 0;
 		break;
 	}

@@ -2,107 +2,198 @@
 /*
  * umcg_internal.h - what the files of umcg.ko share.
  *
- * Lock order (outermost first; see group.c):
+ * Lock order (outermost first):
  *
  *   mmap_lock (held by the mm core around ->mmap)
- *     umcg_group.lock
- *       umcg_groups_lock
- *       umcg_group.waitq[i].lock (wake_up() in wait.c)
+ *     umcg_group.lock (mutex: registration, binding, mmap)
+ *       umcg_groups_lock (mutex)
+ *       umcg_task_hash_lock (spinlock)
+ *       umcg_group.server_lock (spinlock)
+ *         umcg_group.waitq[i].lock (inside wake_up())
  *
- * No user memory is touched (copy_{to,from}_user, page faults) with a umcg
- * lock held.
+ * The scheduler hook (hook.c) and the task work (kmove.c) take only
+ * umcg_group.server_lock and wait queue locks, never a mutex; they find
+ * their slot under RCU.  No user memory is touched (copy_{to,from}_user,
+ * page faults) with a umcg lock held: the shared area is module memory.
+ *
+ * Lifetimes.  A group (one per process) is referenced by its file, by
+ * every queued task work of its threads, and holds a reference on the
+ * module; it is freed from umcg_wq after an RCU grace period, so RCU
+ * readers (the hook, tid lookups) may use any slot of a group they found.
+ * A registered slot holds a reference on its task and its struct pid.
  */
 #ifndef _UMCG_INTERNAL_H
 #define _UMCG_INTERNAL_H
 
 #include <linux/fs.h>
+#include <linux/hashtable.h>
+#include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/spinlock.h>
+#include <linux/task_work.h>
 #include <linux/types.h>
+#include <linux/version.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include <umcg.h>
 
 /*
  * The UMCG_FEATURE_* bits this module implements, as reported by
- * UMCG_IOC_GET_INFO.  A command whose bit is clear validates its argument
- * and then fails with -EOPNOTSUPP.
+ * UMCG_IOC_GET_INFO.
  */
 #define UMCG_KMOD_FEATURES \
-	(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER | UMCG_FEATURE_WAIT)
+	(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER | UMCG_FEATURE_WAIT | \
+	 UMCG_FEATURE_SWITCH | UMCG_FEATURE_BLOCK | UMCG_FEATURE_PREEMPT)
 
 /* Most threads one group (one process) may have registered at once. */
 #define UMCG_KMOD_MAX_TASKS	256U
 
-/* Bytes of the per-thread state area, and so of the one valid mmap. */
+/* Bytes of the per-thread state slots; the event bitmap follows. */
 #define UMCG_KMOD_TASKS_SIZE \
 	PAGE_ALIGN(UMCG_KMOD_MAX_TASKS * sizeof(struct umcg_task))
+/* Bytes of the shared area, and so of the one valid mmap. */
+#define UMCG_KMOD_AREA_SIZE	(UMCG_KMOD_TASKS_SIZE + PAGE_SIZE)
+
+/*
+ * wake_flags for default_wake_function() that ask try_to_wake_up() to
+ * put the wakee on the waker's CPU: the kernel's WF_CURRENT_CPU, an
+ * internal constant of kernel/sched/sched.h (0x40 since 6.6, where
+ * seccomp's synchronous notifications introduced it, through 7.3;
+ * default_wake_function() accepts WF_SYNC|WF_CURRENT_CPU).  No exported
+ * header carries it, so it is pinned to the versions checked.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0) && \
+	LINUX_VERSION_CODE < KERNEL_VERSION(7, 4, 0)
+#define UMCG_WF_CURRENT_CPU	0x40
+#else
+#define UMCG_WF_CURRENT_CPU	0
+#endif
+
+/* Bits of umcg_slot.work_bits: which task works are queued. */
+#define UMCG_WORK_RESUME	0
+#define UMCG_WORK_PREEMPT	1
+
+struct umcg_group;
 
 /**
  * struct umcg_slot - one registered thread of a group
- * @pid:        the thread's struct pid (a reference), NULL if the slot is free
+ * @task_node:  in umcg_task_hash, keyed by @task (task.c)
+ * @tid_node:   in umcg_group.tid_hash, keyed by @tid
+ * @task:       the thread (a reference), NULL if the slot is free
+ * @pid:        its struct pid (a reference): tells a live thread from a
+ *              dead one whose tid may have been reused
+ * @grp:        the group, constant
+ * @idx:        the slot's index, constant
  * @flags:      UMCG_REGISTER_WORKER or UMCG_REGISTER_SERVER
- * @server_tid: a worker's server, as registered
+ * @tid:        the thread's tid in its own pid namespace
  * @cpu:        a server's CPU, as registered
+ * @resume_work: queued when a worker blocks, runs at its return to user
+ * @preempt_work: queued by UMCG_IOC_PREEMPT
+ * @work_bits:  UMCG_WORK_*: set while the matching work is queued; a slot
+ *              is reused only when no work is queued on it
  *
- * Slot i is the struct umcg_task at offset i * sizeof(struct umcg_task) of
- * the group's mapping.  A struct pid, not a task_struct, so that a thread
- * that exits without unregistering pins no task and its tid, once reused,
- * never matches the slot.
+ * Slot i is the struct umcg_task at offset i * sizeof(struct umcg_task)
+ * of the group's mapping.  Fields other than @work_bits change only
+ * under umcg_group.lock, while the slot is in neither hash.
  */
 struct umcg_slot {
-	struct pid	*pid;
-	u32		flags;
-	u32		server_tid;
-	u32		cpu;
+	struct hlist_node	task_node;
+	struct hlist_node	tid_node;
+	struct task_struct	*task;
+	struct pid		*pid;
+	struct umcg_group	*grp;
+	u32			idx;
+	u32			flags;
+	u32			tid;
+	u32			cpu;
+	struct callback_head	resume_work;
+	struct callback_head	preempt_work;
+	unsigned long		work_bits;
 };
 
 /**
  * struct umcg_group - the state of one process: one per open file of
  * /dev/umcg, bound to the process that first registers or mmaps through it.
+ * @ref:      file + queued task works; the last put frees on umcg_wq
  * @lock:     serialises binding, registration and mmap of this group
+ * @server_lock: guards @servers/@nr_servers for the lock-free pokers
  * @node:     in umcg_groups once bound (under umcg_groups_lock)
  * @mm:       owner's mm (mmgrab()), NULL until bound; the key of umcg_groups
  * @tgid:     owner's thread group (a reference), NULL until bound
- * @tasks:    UMCG_KMOD_TASKS_SIZE zeroed bytes of vmalloc_user() memory,
- *            mapped into the owner by mmap; NULL until bound
+ * @tasks:    the shared area (UMCG_KMOD_AREA_SIZE zeroed bytes of
+ *            vmalloc_user() memory, mapped into the owner): the slots'
+ *            struct umcg_task, then @events; NULL until bound
+ * @events:   the event bitmap, in the shared area
  * @nr_tasks: slots in use
+ * @nr_servers: registered servers, their slot indices in @servers[]
+ * @free_work: frees the group (umcg_wq)
+ * @tid_hash: registered slots by tid
  * @slots:    the registered threads
- * @waitq:    per slot, where its thread sleeps in UMCG_IOC_WAIT (wait.c);
- *            initialised once by umcg_group_alloc(), never reset with the
- *            slot
- *
- * Lives from open() to the release of the file, i.e. until the last fd
- * and the last mapping of it are gone; a dying process closes both, so it
- * frees everything.  While it lives the file pins the module.
+ * @waitq:    per slot, where its thread sleeps: UMCG_IOC_WAIT/SWITCH and
+ *            the wait to be picked after a kernel move
  */
 struct umcg_group {
+	struct kref		ref;
 	struct mutex		lock;	/* see the kernel-doc above */
+	spinlock_t		server_lock;	/* ditto */
 	struct list_head	node;
 	struct mm_struct	*mm;
 	struct pid		*tgid;
 	struct umcg_task	*tasks;
+	unsigned long		*events;
 	unsigned int		nr_tasks;
+	unsigned int		nr_servers;
+	u16			servers[UMCG_KMOD_MAX_TASKS];
+	struct work_struct	free_work;
+	DECLARE_HASHTABLE(tid_hash, 6);
 	struct umcg_slot	slots[UMCG_KMOD_MAX_TASKS];
 	wait_queue_head_t	waitq[UMCG_KMOD_MAX_TASKS];
 };
 
+/* main.c: the module's workqueue and what /sys/class/misc/umcg shows. */
+extern struct workqueue_struct *umcg_wq;
+extern atomic_t umcg_nr_groups;		/* allocated groups */
+extern atomic_t umcg_nr_tasks;		/* registered slots, all groups */
+extern atomic_t umcg_nr_workers;	/* registered workers, all groups */
+extern atomic_t umcg_nr_works;		/* queued task works */
+
 /* group.c: lifetime and ownership. */
 struct umcg_group *umcg_group_alloc(void);
-void umcg_group_free(struct umcg_group *grp);
+void umcg_group_put(struct umcg_group *grp);
+void umcg_group_put_atomic(struct umcg_group *grp);
 int umcg_group_bind(struct umcg_group *grp);
 bool umcg_group_owned(const struct umcg_group *grp);
 
-/* task.c: registration of the calling thread. */
+/* task.c: registration of the calling thread, lookups. */
 int umcg_task_add(struct umcg_group *grp,
 		  const struct umcg_register_args *args, u64 *task_off);
 int umcg_task_del(struct umcg_group *grp);
+void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot);
+struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk);
+struct umcg_slot *umcg_slot_of_tid(struct umcg_group *grp, u32 tid);
 
-/* wait.c: UMCG_IOC_WAIT of the calling thread, UMCG_IOC_WAKE. */
+/* hook.c: block detection (sched_entry_tp or a kprobe on schedule). */
+int umcg_hook_init(void);
+void umcg_hook_exit(void);
+const char *umcg_hook_name(void);
+
+/* kmove.c: the moves the kernel makes on workers, events, pokes. */
+void umcg_worker_sleeping(struct umcg_slot *slot);
+void umcg_worker_preempt(struct umcg_slot *slot);
+void umcg_slot_init_works(struct umcg_slot *slot);
+void umcg_wake_slot(struct umcg_group *grp, unsigned int idx,
+		    int wake_flags);
+
+/* wait.c: UMCG_IOC_WAIT, WAKE, SWITCH, PREEMPT. */
 int umcg_task_sleep(struct umcg_group *grp, u32 flags, u64 timeout_ns);
 int umcg_task_wakeup(struct umcg_group *grp, u32 tid);
+int umcg_task_switch(struct umcg_group *grp, u32 next_tid, u32 flags,
+		     u64 timeout_ns);
+int umcg_task_preempt(struct umcg_group *grp, u32 tid);
 
 /* mmap.c: the .mmap of /dev/umcg. */
 int umcg_mmap(struct file *file, struct vm_area_struct *vma);

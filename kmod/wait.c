@@ -1,41 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * wait.c - UMCG_IOC_WAIT and UMCG_IOC_WAKE: a registered thread sleeps
- * until its state word reads RUNNING; another thread of its process,
- * having written RUNNING into that word through the mapping, wakes it.
+ * wait.c - UMCG_IOC_WAIT, WAKE, SWITCH and PREEMPT: a registered thread
+ * sleeps until its state word reads RUNNING; another thread of its
+ * process, having written RUNNING into that word through the mapping,
+ * wakes it; SWITCH does both in one call, asking for the caller's CPU.
  *
- * Lock order (outermost first):
+ * Lock order: only umcg_group.waitq[i].lock, inside wake_up() or
+ * umcg_wake_slot() (kmove.c).  No mutex is taken, so a RUNNING worker
+ * calling WAKE or PREEMPT does not sleep in them (which the block hook
+ * would count as a block).
  *
- *   umcg_group.lock
- *     umcg_group.waitq[i].lock (inside wake_up(); then the scheduler's)
+ * Lookups are lock-free (task.c): the caller's own slot by task, the
+ * target by tid, under RCU.  The caller's slot cannot change while it
+ * sleeps (only the thread itself unregisters; a slot is reaped only once
+ * its thread is dead).  The target may unregister or die meanwhile: then
+ * nothing sleeps on its queue, and waking it does nothing.  The group
+ * outlives the ioctl: the file is held by fdget() for its duration.
  *
- * The waiter holds no umcg lock while it sleeps: it looks up its slot
- * under umcg_group.lock, drops it, and sleeps on the slot's wait queue
- * with wait_event_interruptible_hrtimeout(), whose condition is a
- * READ_ONCE() of its own struct umcg_task.state in the group's vmalloc'ed
- * area: module memory, so no user access and no fault.
- *
- * Lifetime.  The wait queues live in the group, one per slot, initialised
- * at allocation and never reset, so registration and reaping of slots do
- * not touch them.  The group lives as long as its file, and an ioctl in
- * progress holds the file (fdget()), so neither the waiter's nor the
- * waker's group can be freed under it.  A waiter's slot cannot change
- * while it sleeps: only the thread itself unregisters it, and a slot is
- * reaped only once its thread has no task.  No task_struct is referenced:
- * the waker wakes whoever sleeps on the queue; if the target thread is
- * exiting or already gone, the queue is empty (a dying waiter removes
- * itself before returning) and wake_up() does nothing.  A thread killed
- * in WAIT leaves it with -EINTR on the fatal signal and exits normally.
- *
- * Ordering: the waker stores RUNNING before its ioctl; wake_up() orders
- * that store before the waiter's re-check (the waitqueue lock and
- * try_to_wake_up()'s barriers, as for any wait_event()/wake_up() pair).
+ * Ordering: the waker stores RUNNING before its ioctl; the wait queue
+ * lock and try_to_wake_up() order that store before the sleeper's
+ * re-check, as for any wait_event()/wake_up() pair.
  */
 #include <linux/errno.h>
 #include <linux/hrtimer.h>
 #include <linux/ktime.h>
-#include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/timekeeping.h>
 #include <linux/wait.h>
@@ -50,55 +40,35 @@ static bool umcg_task_running(const struct umcg_task *task)
 }
 
 /*
- * The slot index of the calling thread in @grp.
- *
- * Return: the index; -EPERM (the group belongs to another process);
- * -ENOENT (the caller is not registered).
+ * The calling thread's slot in @grp.
+ * Return: the slot; ERR_PTR(-EPERM) (the group belongs to another
+ * process); ERR_PTR(-ENOENT) (the caller is not registered).
  */
-static int umcg_self_find(struct umcg_group *grp)
+static struct umcg_slot *umcg_self_find(struct umcg_group *grp)
 {
-	struct pid *pid = task_pid(current);
-	unsigned int i;
-	int ret = -ENOENT;
+	struct umcg_slot *slot;
 
-	mutex_lock(&grp->lock);
-	if (grp->mm && !umcg_group_owned(grp)) {
-		ret = -EPERM;
-		goto out;
-	}
-	for (i = 0; i < UMCG_KMOD_MAX_TASKS; i++) {
-		if (grp->slots[i].pid == pid) {
-			ret = i;
-			break;
-		}
-	}
-out:
-	mutex_unlock(&grp->lock);
-	return ret;
+	if (!umcg_group_owned(grp))
+		return ERR_PTR(READ_ONCE(grp->mm) ? -EPERM : -ENOENT);
+	rcu_read_lock();
+	slot = umcg_slot_of_task(current);
+	rcu_read_unlock();
+	/* Only current unregisters its own slot: it stays valid. */
+	if (!slot || slot->grp != grp)
+		return ERR_PTR(-ENOENT);
+	return slot;
 }
 
-/*
- * Sleep until the caller's state is RUNNING, a signal or the timeout:
- * @timeout_ns CLOCK_MONOTONIC nanoseconds, absolute if @flags has
- * UMCG_WAIT_ABSTIME, relative otherwise; 0 for none.
- *
- * Return: 0; -ETIMEDOUT; -EINTR (a signal; not restarted); -EPERM;
- * -ENOENT.
- */
-int umcg_task_sleep(struct umcg_group *grp, u32 flags, u64 timeout_ns)
+/* Sleep in slot @idx of @grp until RUNNING, a signal or the timeout. */
+static int umcg_sleep(struct umcg_group *grp, unsigned int idx, u32 flags,
+		      u64 timeout_ns)
 {
-	struct umcg_task *task;
+	struct umcg_task *task = &grp->tasks[idx];
 	ktime_t timeout;
-	int i, ret;
-
-	i = umcg_self_find(grp);
-	if (i < 0)
-		return i;
-	/* Set by the bind that came with the caller's REGISTER. */
-	task = &grp->tasks[i];
+	int ret;
 
 	if (!timeout_ns || timeout_ns > KTIME_MAX) {
-		ret = wait_event_interruptible(grp->waitq[i],
+		ret = wait_event_interruptible(grp->waitq[idx],
 					       umcg_task_running(task));
 	} else {
 		timeout = ns_to_ktime(timeout_ns);
@@ -106,7 +76,7 @@ int umcg_task_sleep(struct umcg_group *grp, u32 flags, u64 timeout_ns)
 			timeout = ktime_sub(timeout, ktime_get());
 		if (ktime_before(timeout, 0))
 			timeout = 0;
-		ret = wait_event_interruptible_hrtimeout(grp->waitq[i],
+		ret = wait_event_interruptible_hrtimeout(grp->waitq[idx],
 							 umcg_task_running(task),
 							 timeout);
 	}
@@ -118,38 +88,98 @@ int umcg_task_sleep(struct umcg_group *grp, u32 flags, u64 timeout_ns)
 }
 
 /*
- * Wake the thread of the caller's group whose tid, in the caller's pid
- * namespace, is @tid, if it sleeps in UMCG_IOC_WAIT.  It runs on only if
- * its state word reads RUNNING.
+ * Wake the thread of @grp whose tid is @tid with @wake_flags.
+ * Return: 0; -EPERM; -ESRCH (no live registered thread of the group).
+ */
+static int umcg_wake(struct umcg_group *grp, u32 tid, int wake_flags)
+{
+	struct umcg_slot *slot;
+	int ret = -ESRCH;
+
+	if (!umcg_group_owned(grp))
+		return READ_ONCE(grp->mm) ? -EPERM : -ESRCH;
+	if (!tid || tid > INT_MAX)
+		return -ESRCH;
+	rcu_read_lock();
+	slot = umcg_slot_of_tid(grp, tid);
+	if (slot) {
+		umcg_wake_slot(grp, slot->idx, wake_flags);
+		ret = 0;
+	}
+	rcu_read_unlock();
+	return ret;
+}
+
+/*
+ * UMCG_IOC_WAIT: sleep until the caller's state is RUNNING, a signal or
+ * the timeout: @timeout_ns CLOCK_MONOTONIC nanoseconds, absolute if
+ * @flags has UMCG_WAIT_ABSTIME, relative otherwise; 0 for none.
+ *
+ * Return: 0; -ETIMEDOUT; -EINTR (a signal; not restarted); -EPERM;
+ * -ENOENT.
+ */
+int umcg_task_sleep(struct umcg_group *grp, u32 flags, u64 timeout_ns)
+{
+	struct umcg_slot *self = umcg_self_find(grp);
+
+	if (IS_ERR(self))
+		return PTR_ERR(self);
+	return umcg_sleep(grp, self->idx, flags, timeout_ns);
+}
+
+/*
+ * UMCG_IOC_WAKE: wake the thread of the caller's group whose tid, in the
+ * caller's pid namespace, is @tid, if it sleeps; it runs on only if its
+ * state word reads RUNNING.
  *
  * Return: 0; -EPERM (the group belongs to another process); -ESRCH (no
  * live registered thread of the group has that tid).
  */
 int umcg_task_wakeup(struct umcg_group *grp, u32 tid)
 {
-	unsigned int i;
+	return umcg_wake(grp, tid, 0);
+}
+
+/*
+ * UMCG_IOC_SWITCH: wake @next_tid on the caller's CPU (best effort), then
+ * sleep as UMCG_IOC_WAIT.  The wakee is queued on this CPU's runqueue and
+ * runs when the caller sleeps, a few instructions later.
+ *
+ * Return: as umcg_task_wakeup(), then as umcg_task_sleep().
+ */
+int umcg_task_switch(struct umcg_group *grp, u32 next_tid, u32 flags,
+		     u64 timeout_ns)
+{
+	struct umcg_slot *self = umcg_self_find(grp);
+	int ret;
+
+	if (IS_ERR(self))
+		return PTR_ERR(self);
+	ret = umcg_wake(grp, next_tid, UMCG_WF_CURRENT_CPU);
+	if (ret)
+		return ret;
+	return umcg_sleep(grp, self->idx, flags, timeout_ns);
+}
+
+/*
+ * UMCG_IOC_PREEMPT: ask worker @tid to leave its core (kmove.c).
+ * Return: 0; -EPERM; -ESRCH (@tid is no live registered worker).
+ */
+int umcg_task_preempt(struct umcg_group *grp, u32 tid)
+{
+	struct umcg_slot *slot;
 	int ret = -ESRCH;
 
+	if (!umcg_group_owned(grp))
+		return READ_ONCE(grp->mm) ? -EPERM : -ESRCH;
 	if (!tid || tid > INT_MAX)
 		return -ESRCH;
-
-	mutex_lock(&grp->lock);
-	if (grp->mm && !umcg_group_owned(grp)) {
-		ret = -EPERM;
-		goto out;
-	}
-	for (i = 0; i < UMCG_KMOD_MAX_TASKS; i++) {
-		struct umcg_slot *slot = &grp->slots[i];
-
-		/* An exited thread's tid may belong to someone else now. */
-		if (!slot->pid || !pid_has_task(slot->pid, PIDTYPE_PID) ||
-		    pid_vnr(slot->pid) != tid)
-			continue;
-		wake_up_interruptible(&grp->waitq[i]);
+	rcu_read_lock();
+	slot = umcg_slot_of_tid(grp, tid);
+	if (slot && READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER) {
+		umcg_worker_preempt(slot);
 		ret = 0;
-		break;
 	}
-out:
-	mutex_unlock(&grp->lock);
+	rcu_read_unlock();
 	return ret;
 }

@@ -111,7 +111,7 @@ static void umcg_info_check(struct __test_metadata *_metadata,
 			    const struct umcg_info *info)
 {
 	EXPECT_EQ(UMCG_API_VERSION, info->api_version);
-	EXPECT_EQ(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER | UMCG_FEATURE_WAIT,
+	EXPECT_EQ(UMCG_KMOD_TEST_FEATURES,
 		  info->features);
 	EXPECT_LT(0, info->max_tasks);
 	EXPECT_EQ(0, info->flags);
@@ -156,7 +156,7 @@ TEST_F(umcg_dev, get_info_libumcg)
 
 TEST_F(umcg_dev, unknown_nr)
 {
-	static const unsigned int nrs[] = { 0x06, 0x07, 0x10, 0x3f, 0x80, 0xff };
+	static const unsigned int nrs[] = { 0x07, 0x08, 0x10, 0x3f, 0x80, 0xff };
 	static const unsigned int dirs[] = {
 		_IOC_NONE, _IOC_READ, _IOC_WRITE, _IOC_READ | _IOC_WRITE,
 	};
@@ -234,6 +234,14 @@ static const struct umcg_bad_field umcg_wake_bad[] = {
 	BAD32(struct umcg_wake_args, flags, 1U << 31),
 	BAD32(struct umcg_wake_args, pad, 1),
 	BAD32(struct umcg_wake_args, pad, 1U << 31),
+	{}
+};
+
+static const struct umcg_bad_field umcg_preempt_bad[] = {
+	BAD32(struct umcg_preempt_args, flags, 1),
+	BAD32(struct umcg_preempt_args, flags, 1U << 31),
+	BAD32(struct umcg_preempt_args, pad, 1),
+	BAD32(struct umcg_preempt_args, pad, 1U << 31),
 	{}
 };
 
@@ -316,7 +324,7 @@ FIXTURE_VARIANT_ADD(umcg_cmd, wake) {
 FIXTURE_VARIANT_ADD(umcg_cmd, switch_to) {
 	.cmd = UMCG_IOC_SWITCH,
 	.ver0 = UMCG_SWITCH_SIZE_VER0,
-	.err = EOPNOTSUPP,
+	.err = ENOENT,
 	.bad = umcg_switch_bad,
 };
 
@@ -324,8 +332,15 @@ FIXTURE_VARIANT_ADD(umcg_cmd, switch_to_abstime) {
 	.cmd = UMCG_IOC_SWITCH,
 	.ver0 = UMCG_SWITCH_SIZE_VER0,
 	.flags = UMCG_WAIT_ABSTIME,
-	.err = EOPNOTSUPP,
+	.err = ENOENT,
 	.bad = umcg_switch_bad,
+};
+
+FIXTURE_VARIANT_ADD(umcg_cmd, preempt) {
+	.cmd = UMCG_IOC_PREEMPT,
+	.ver0 = UMCG_PREEMPT_SIZE_VER0,
+	.err = ESRCH,
+	.bad = umcg_preempt_bad,
 };
 
 FIXTURE_SETUP(umcg_cmd)

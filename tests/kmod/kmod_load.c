@@ -121,8 +121,7 @@ TEST_F(umcg_mod, probe_follows_module)
 	memset(&info, 0xa5, sizeof(info));
 	ASSERT_EQ(0, umcg_kmod_get_info(&info));
 	EXPECT_EQ(UMCG_API_VERSION, info.api_version);
-	EXPECT_EQ(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER |
-		  UMCG_FEATURE_WAIT, info.features);
+	EXPECT_EQ(UMCG_KMOD_TEST_FEATURES, info.features);
 
 	ASSERT_EQ(0, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 	EXPECT_EQ(-ENOENT, umcg_kmod_get_info(&info));
@@ -137,15 +136,15 @@ TEST_F(umcg_mod, unload_while_open_fails)
 	EXPECT_EQ(0, read_sys_number("/sys/module/umcg/refcnt"));
 	fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	EXPECT_EQ(1, read_sys_number("/sys/module/umcg/refcnt"));
+	/* One reference for the open file, one for its group. */
+	EXPECT_EQ(2, read_sys_number("/sys/module/umcg/refcnt"));
 
 	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 	EXPECT_TRUE(umcg_test_kmod_loaded(UMCG_KMOD_NAME));
 	EXPECT_EQ(0, access(UMCG_DEVICE_PATH, F_OK));
 	/* The refused unload left the open file working. */
 	EXPECT_EQ(0, ioctl(fd, UMCG_IOC_GET_INFO, &info));
-	EXPECT_EQ(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER |
-		  UMCG_FEATURE_WAIT, info.features);
+	EXPECT_EQ(UMCG_KMOD_TEST_FEATURES, info.features);
 
 	EXPECT_EQ(0, close(fd));
 	EXPECT_EQ(0, read_sys_number("/sys/module/umcg/refcnt"));
@@ -213,8 +212,7 @@ TEST_F(umcg_mod, reload)
 		fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 		ASSERT_LE(0, fd) TH_LOG("open after load %d", i);
 		EXPECT_EQ(0, ioctl(fd, UMCG_IOC_GET_INFO, &info));
-		EXPECT_EQ(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER |
-			  UMCG_FEATURE_WAIT, info.features);
+		EXPECT_EQ(UMCG_KMOD_TEST_FEATURES, info.features);
 		ASSERT_EQ(0, close(fd));
 		ASSERT_EQ(0, umcg_test_kmod_unload(UMCG_KMOD_NAME))
 			TH_LOG("unload %d", i);

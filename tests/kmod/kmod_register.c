@@ -609,7 +609,8 @@ TEST_F(life, mapping_pins_module)
 	ASSERT_NE(MAP_FAILED, map);
 	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 	ASSERT_EQ(0, close(fd));
-	EXPECT_EQ(1, read_sys_number("/sys/module/umcg/refcnt"));
+	/* The mapping's file, and the group it keeps. */
+	EXPECT_EQ(2, read_sys_number("/sys/module/umcg/refcnt"));
 	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 	map[0].state = UMCG_TASK_RUNNABLE;
 	EXPECT_EQ(UMCG_TASK_RUNNABLE, map[0].state);

@@ -16,6 +16,11 @@
 
 #define UMCG_KMOD_NAME	"umcg"
 
+/* What this tree's umcg.ko reports in struct umcg_info.features. */
+#define UMCG_KMOD_TEST_FEATURES \
+	(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER | UMCG_FEATURE_WAIT | \
+	 UMCG_FEATURE_SWITCH | UMCG_FEATURE_BLOCK | UMCG_FEATURE_PREEMPT)
+
 /*
  * Put the path of this kernel's umcg.ko in @path.  SKIPs (and returns
  * false) unless root and the module was built for the running kernel.

@@ -534,7 +534,8 @@ static void *pp_fn(void *arg)
 	return NULL;
 }
 
-TEST_F(w, ping_pong)
+/* 2 * ROUNDS switches under TCG on a shared host: more than 30 s. */
+TEST_F_TIMEOUT(w, ping_pong, 180)
 {
 	struct pp pp = { .fd = self->fd, .map = self->map };
 	struct pp_arg a[2] = { { &pp, 0 }, { &pp, 1 } };
