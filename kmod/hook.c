@@ -57,8 +57,13 @@ static __always_inline void umcg_sched_sleeping(void)
 		return;
 	rcu_read_lock_sched_notrace();
 	slot = umcg_slot_of_task(current);
+	/*
+	 * Not after execve() (another mm); an exiting thread has dropped
+	 * its mm by its last schedule.
+	 */
 	if (slot && slot->flags == UMCG_REGISTER_WORKER &&
-	    current->mm == READ_ONCE(slot->grp->mm))
+	    (current->mm == READ_ONCE(slot->grp->mm) ||
+	     (current->flags & PF_EXITING)))
 		umcg_worker_sleeping(slot);
 	rcu_read_unlock_sched_notrace();
 }
