@@ -119,6 +119,22 @@ void umcg_group_put(struct umcg_group *grp)
 	kref_put(&grp->ref, umcg_group_release);
 }
 
+/*
+ * The file of @grp is released: nobody can pick its workers any more.  Let
+ * those waiting to be picked go, queue no new task works, drop the file's
+ * reference.
+ */
+void umcg_group_release_file(struct umcg_group *grp)
+{
+	unsigned int i;
+
+	WRITE_ONCE(grp->dying, true);
+	smp_mb();
+	for (i = 0; i < UMCG_KMOD_MAX_TASKS; i++)
+		wake_up_all(&grp->waitq[i]);
+	umcg_group_put(grp);
+}
+
 /* Drop a reference from any context; the last one frees on umcg_wq. */
 void umcg_group_put_atomic(struct umcg_group *grp)
 {

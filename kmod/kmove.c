@@ -134,7 +134,12 @@ static void umcg_work_queue(struct umcg_slot *slot, struct task_struct *tsk,
 {
 	if (test_and_set_bit(bit, &slot->work_bits))
 		return;
-	kref_get(&slot->grp->ref);
+	/* A group whose file is gone and no work holds is being freed. */
+	if (READ_ONCE(slot->grp->dying) ||
+	    !kref_get_unless_zero(&slot->grp->ref)) {
+		clear_bit(bit, &slot->work_bits);
+		return;
+	}
 	atomic_inc(&umcg_nr_works);
 	if (task_work_add(tsk, work, mode)) {
 		/* @tsk is past exit_task_work(): nothing will run it. */
@@ -186,7 +191,8 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 
 /*
  * Sleep until the library moves current's word (slot @slot) off RUNNABLE,
- * or a fatal signal.
+ * a fatal signal, or the group's file is released (nobody is left to
+ * pick it: it runs on unmanaged).
  */
 static void umcg_wait_picked(struct umcg_slot *slot)
 {
@@ -194,7 +200,8 @@ static void umcg_wait_picked(struct umcg_slot *slot)
 
 	wait_event_killable(slot->grp->waitq[slot->idx],
 			    umcg_state_of(READ_ONCE(task->state)) !=
-			    UMCG_TASK_RUNNABLE);
+			    UMCG_TASK_RUNNABLE ||
+			    READ_ONCE(slot->grp->dying));
 }
 
 /* Is @slot, found from a task work, still current's registration? */

@@ -48,7 +48,7 @@ static int umcg_open(struct inode *inode, struct file *file)
 
 static int umcg_release(struct inode *inode, struct file *file)
 {
-	umcg_group_put(file->private_data);
+	umcg_group_release_file(file->private_data);
 	return 0;
 }
 

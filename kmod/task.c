@@ -40,19 +40,24 @@ static DEFINE_HASHTABLE(umcg_task_hash, 9);
 static DEFINE_SPINLOCK(umcg_task_hash_lock);
 
 /*
- * The registered slot of @tsk, or NULL.  Caller in an RCU (or RCU-sched,
- * i.e. preemption disabled) read-side section.
+ * The registered slot of @tsk, or NULL.  A thread that kept a /dev/umcg
+ * file across execve() may be registered in its old group too: the slot
+ * of a group bound to its current mm comes first.  Caller in an RCU (or
+ * RCU-sched, i.e. preemption disabled) read-side section.
  */
 struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk)
 {
-	struct umcg_slot *slot;
+	struct umcg_slot *slot, *found = NULL;
 
 	hash_for_each_possible_rcu_notrace(umcg_task_hash, slot, task_node,
 					   (unsigned long)tsk) {
-		if (READ_ONCE(slot->task) == tsk)
+		if (READ_ONCE(slot->task) != tsk)
+			continue;
+		if (READ_ONCE(slot->grp->mm) == tsk->mm)
 			return slot;
+		found = slot;
 	}
-	return NULL;
+	return found;
 }
 
 /*

@@ -118,7 +118,9 @@ struct umcg_slot {
 /**
  * struct umcg_group - the state of one process: one per open file of
  * /dev/umcg, bound to the process that first registers or mmaps through it.
- * @ref:      file + queued task works; the last put frees on umcg_wq
+ * @ref:      file + queued task works; the last put frees the group
+ * @dying:    set when the file is released: no new task works, and
+ *            workers waiting to be picked go on unmanaged
  * @lock:     serialises binding, registration and mmap of this group
  * @server_lock: guards @servers/@nr_servers for the lock-free pokers
  * @node:     in umcg_groups once bound (under umcg_groups_lock)
@@ -138,6 +140,7 @@ struct umcg_slot {
  */
 struct umcg_group {
 	struct kref		ref;
+	bool			dying;
 	struct mutex		lock;	/* see the kernel-doc above */
 	spinlock_t		server_lock;	/* ditto */
 	struct list_head	node;
@@ -165,6 +168,7 @@ extern atomic_t umcg_nr_works;		/* queued task works */
 struct umcg_group *umcg_group_alloc(void);
 void umcg_group_put(struct umcg_group *grp);
 void umcg_group_put_atomic(struct umcg_group *grp);
+void umcg_group_release_file(struct umcg_group *grp);
 int umcg_group_bind(struct umcg_group *grp);
 bool umcg_group_owned(const struct umcg_group *grp);
 

@@ -6,6 +6,11 @@
  * the errors of unregistered callers, foreign files and foreign or dead
  * tids; a process killed while its threads wait leaves the module
  * unloadable; and many wake/wait rounds between two threads.
+ *
+ * The threads register as servers: a worker whose word reads RUNNING is
+ * moved to BLOCKED by the kernel whenever it sleeps outside a umcg command
+ * (a barrier, a join), and held when it returns (kmod_block tests that);
+ * a server's WAIT and WAKE are the same commands without the moves.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -182,7 +187,7 @@ static void *waiter_fn(void *arg)
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGUSR1, &sa, NULL);
 	}
-	w->reg_ret = reg(w->fd, UMCG_REGISTER_WORKER, &w->off);
+	w->reg_ret = reg(w->fd, UMCG_REGISTER_SERVER, &w->off);
 	w->tid = gettid_();
 	if (!w->reg_ret) {
 		w->waiting = true;
@@ -353,7 +358,7 @@ static void *reg_exit_fn(void *arg)
 {
 	struct waiter *w = arg;
 
-	w->reg_ret = reg(w->fd, UMCG_REGISTER_WORKER, NULL);
+	w->reg_ret = reg(w->fd, UMCG_REGISTER_SERVER, NULL);
 	w->tid = gettid_();
 	return NULL;
 }
@@ -498,7 +503,7 @@ static void *pp_fn(void *arg)
 	struct umcg_task *mine, *theirs;
 	int ret;
 
-	pp->reg_ret[me] = reg(pp->fd, UMCG_REGISTER_WORKER, &pp->off[me]);
+	pp->reg_ret[me] = reg(pp->fd, UMCG_REGISTER_SERVER, &pp->off[me]);
 	pp->tid[me] = gettid_();
 	pthread_barrier_wait(&pp->barrier);
 	if (pp->reg_ret[0] || pp->reg_ret[1])
@@ -616,7 +621,7 @@ static void *kill_waiter_fn(void *arg)
 {
 	int fd = *(int *)arg;
 
-	if (reg(fd, UMCG_REGISTER_WORKER, NULL))
+	if (reg(fd, UMCG_REGISTER_SERVER, NULL))
 		_exit(20);
 	wait_(fd, 0, 0);
 	_exit(21);
