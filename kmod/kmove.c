@@ -183,6 +183,7 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 		if (umcg_state_of(s) != UMCG_TASK_RUNNING)
 			return;
 	} while (!umcg_move(task, &s, UMCG_TASK_BLOCKED, 0));
+	WRITE_ONCE(task->cpu, raw_smp_processor_id());
 	WRITE_ONCE(task->blocked_ns, ktime_get_ns());
 	umcg_event(slot);
 	umcg_work_queue(slot, current, &slot->resume_work, UMCG_WORK_RESUME,
@@ -204,11 +205,16 @@ static void umcg_wait_picked(struct umcg_slot *slot)
 			    READ_ONCE(slot->grp->dying));
 }
 
-/* Is @slot, found from a task work, still current's registration? */
+/*
+ * Is @slot, found from a task work, still current's registration, in the
+ * program that registered it?  A worker that blocked in execve() runs the
+ * work in the new program, which nobody of the old group can pick.
+ */
 static bool umcg_work_valid(struct umcg_slot *slot)
 {
 	return !(current->flags & PF_EXITING) &&
 	       READ_ONCE(slot->task) == current &&
+	       current->mm == READ_ONCE(slot->grp->mm) &&
 	       !fatal_signal_pending(current);
 }
 

@@ -68,7 +68,14 @@
  *     arrived first) still makes the two moves.
  *   - RUNNING -> RUNNABLE at its next return to user space after
  *     UMCG_IOC_PREEMPT, then it waits to be picked as above.
- *   - RUNNING or BLOCKED -> DONE when it exits registered.
+ *   - RUNNING or BLOCKED -> DONE when it exits registered, where the
+ *     kernel sees exits (the module's "hook" attribute reads tracepoint;
+ *     with the kprobe hook only if it sleeps on the way out).
+ *
+ * The wait to be picked also ends when the group's file is released (the
+ * process closed its last fd and mapping of /dev/umcg: nobody is left to
+ * pick it) or the thread runs another program after execve(); the thread
+ * then runs on as a plain thread.
  *
  * Each such move sets the worker's bit in the group's event bitmap (see
  * UMCG_MMAP_EVENTS_OFF), increments @seq, and pokes a server: the kernel
@@ -104,7 +111,7 @@
  * @server_tid: r: tid of the server whose core this thread uses, 0 if none;
  *              the server the kernel pokes about this worker
  * @next_tid:   r: directed-switch target set by the library, 0 if none
- * @cpu:        w: the CPU this thread last ran on
+ * @cpu:        w: the CPU this thread ran on when it last blocked
  * @blocked_ns: w: CLOCK_MONOTONIC time of the last RUNNING -> BLOCKED
  * @woken_ns:   w: CLOCK_MONOTONIC time of the last BLOCKED -> RUNNABLE
  * @seq:        w: incremented on every state change made by the kernel
@@ -285,7 +292,9 @@ struct umcg_wake_args {
  * caller's CPU (best effort: the kernel's WF_CURRENT_CPU), then
  * UMCG_IOC_WAIT of the caller, in one call.  Store RUNNING into the
  * target's word, and a state other than RUNNING into the caller's, first.
- * Errors: those of WAKE (nothing waits then), then those of WAIT.
+ * Errors: first the caller's own (-EPERM, -ENOENT, as WAIT: nothing is
+ * woken), then the target's (as WAKE: the caller does not wait), then
+ * those of the wait.
  */
 struct umcg_switch_args {
 	__u32	size;

@@ -45,17 +45,22 @@ int umcg_test_kernel_path(char *buf, size_t len, const char *subdir, const char 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-int umcg_test_kmod_load(const char *path)
+int umcg_test_kmod_load_params(const char *path, const char *params)
 {
 	int fd, ret = 0;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	if (syscall(SYS_finit_module, fd, "", 0))
+	if (syscall(SYS_finit_module, fd, params ? params : "", 0))
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+int umcg_test_kmod_load(const char *path)
+{
+	return umcg_test_kmod_load_params(path, "");
 }
 
 int umcg_test_kmod_unload(const char *name)

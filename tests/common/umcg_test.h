@@ -23,6 +23,9 @@ int umcg_test_kernel_path(char *buf, size_t len, const char *subdir, const char 
 /* finit_module() of @path with no parameters.  0, -EEXIST or -errno. */
 int umcg_test_kmod_load(const char *path);
 
+/* finit_module() of @path with module parameters @params ("a=b c=d"). */
+int umcg_test_kmod_load_params(const char *path, const char *params);
+
 /* delete_module(@name, O_NONBLOCK).  0, -ENOENT when not loaded, or -errno. */
 int umcg_test_kmod_unload(const char *name);
 

@@ -2,10 +2,9 @@
 /*
  * Description: the ioctl ABI of /dev/umcg: UMCG_IOC_GET_INFO's answer, and
  * for every command the validation of its extensible argument struct
- * (uapi/umcg.h) before the command runs (REGISTER, UNREGISTER, WAIT, WAKE)
- * or fails with -EOPNOTSUPP (SWITCH).  A valid REGISTER succeeds and is
- * undone at once; a valid UNREGISTER or WAIT of an unregistered thread is
- * -ENOENT; a valid WAKE of tid 0 is -ESRCH.
+ * (uapi/umcg.h) before the command runs.  A valid REGISTER succeeds and
+ * is undone at once; a valid UNREGISTER, WAIT or SWITCH of an unregistered
+ * thread is -ENOENT; a valid WAKE or PREEMPT of tid 0 is -ESRCH.
  */
 #include <errno.h>
 #include <fcntl.h>
