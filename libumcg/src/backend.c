@@ -2,8 +2,8 @@
 /*
  * backend.c - choosing a backend, and the futex helpers they share.
  *
- * The kernel backends ("scx", "kmod") plug in here when they land; until
- * then asking for one by name fails with -ENODEV and says so.
+ * Backends not built into this libumcg ("scx" until it lands) fail with
+ * -ENODEV when asked for by name, and say so.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,10 +19,11 @@
 
 /* Best first: auto-selection takes the first whose probe succeeds. */
 static const struct umcg_backend_ops *const umcg_backends[] = {
+	&umcg_backend_kmod,	/* /dev/umcg with UMCG_FEATURE_BLOCK */
 	&umcg_backend_user,
 };
 
-static const char *const umcg_planned_backends[] = { "scx", "kmod" };
+static const char *const umcg_planned_backends[] = { "scx" };
 
 int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops)
 {

@@ -17,6 +17,7 @@
 #ifndef UMCG_BACKEND_H
 #define UMCG_BACKEND_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "internal.h"
@@ -26,6 +27,16 @@
 #define UMCG_EV_WOKEN		2	/* its blocking call completed (C3) */
 #define UMCG_EV_EXITED		3	/* died without umcg's exit path (C7) */
 #define UMCG_EV_PREEMPTED	4	/* the kernel took its core (C6) */
+/*
+ * The kernel moved the thread's state word by itself (UMCG_FEATURE_BLOCK:
+ * RUNNING -> BLOCKED -> RUNNABLE, RUNNING -> RUNNABLE on preemption,
+ * -> DONE at exit).  The runtime reads the word and does what the moves
+ * need — free the core, queue the thread, report an exit — exactly once
+ * per move, however many servers report the same thread.  The backend
+ * holds a reference on the thread (umcg_ref_get()), which
+ * umcg_apply_event() drops.
+ */
+#define UMCG_EV_MOVED		5
 
 struct umcg_event {
 	uint32_t type;
@@ -46,7 +57,8 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  *                     its own (then it must carry the word's value over)
  * @worker_unregister: the calling thread (@t) stops being a worker
  * @server_start:      the calling thread is the server of core @c
- * @wait:        sleep while @self's state word equals @seen, at most until
+ * @wait:        sleep while @self's state word equals @seen (or, for a
+ *               kernel backend, until it reads RUNNING), at most until
  *               CLOCK_MONOTONIC @abs_ns (0: no limit); 0, -ETIMEDOUT or
  *               -EINTR; may return early
  * @wake:        @t's state was just made RUNNING: let it run
@@ -58,6 +70,22 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  *               apply (umcg_apply_event()): up to @max into @ev, returns the
  *               number; NULL for a backend that learns nothing from the
  *               kernel (user: its monitor acts directly)
+ * @worker_reserve:    optional: room for one more worker, taken before its
+ *                     thread is created (0 or -EAGAIN when the kernel side
+ *                     is full); given back by worker_unregister, or by
+ *                     worker_unreserve if the thread never registered
+ * @worker_unreserve:  optional: give back a reservation
+ * @worker_release:    optional: umcg_fini() let @t go (it is a plain thread
+ *                     from now on); under group->threads_lock, after every
+ *                     server stopped.  The backend makes the kernel leave it
+ *                     alone and ends any wait of it
+ * @worker_gone:       optional: the kernel reported @t's exit (it exited
+ *                     without umcg's exit path): forget it; @t's word must
+ *                     stay readable (DONE) until umcg_join() frees it
+ * @pin_by_waker:      the thread that makes a worker RUNNING sets its CPU
+ *                     affinity first (the worker may resume in its own code,
+ *                     not in libumcg, e.g. after the kernel made it wait)
+ * @kernel_moves:      the kernel moves workers' words itself (UMCG_EV_MOVED)
  */
 struct umcg_backend_ops {
 	const char *name;
@@ -73,9 +101,16 @@ struct umcg_backend_ops {
 	int (*server_wait)(struct umcg_core *c, uint32_t seen);
 	void (*server_wake)(struct umcg_core *c);
 	int (*poll_events)(struct umcg_core *c, struct umcg_event *ev, int max);
+	int (*worker_reserve)(struct umcg_group *g);
+	void (*worker_unreserve)(struct umcg_group *g);
+	void (*worker_release)(struct umcg_group *g, struct umcg_thread *t);
+	void (*worker_gone)(struct umcg_group *g, struct umcg_thread *t);
+	bool pin_by_waker;
+	bool kernel_moves;
 };
 
 extern const struct umcg_backend_ops umcg_backend_user;
+extern const struct umcg_backend_ops umcg_backend_kmod;
 
 /*
  * The backend to use: @name ("scx", "kmod", "user"), or NULL for

@@ -16,6 +16,9 @@
  *   core->wake_seq  the server's futex word: bumped (then futex-woken)
  *                   whenever the server must look again.
  *   t->refs         pins a thread's memory across a wake: see struct.
+ *   t->kmove        with a backend whose kernel moves words itself: which
+ *                   of the current run's kernel moves were acted on (see
+ *                   sched.c, "Kernel moves").
  *   group->threads  every live thread, under group->threads_lock; for dump
  *                   and fini only, never on the switch path.
  *
@@ -87,6 +90,14 @@ struct umcg_thread {
 	 */
 	_Atomic uint32_t awake;
 
+	/*
+	 * Kernel moves (sched.c): the run that began when the thread was
+	 * last made RUNNING, in bits 8-63, and UMCG_KMOVE_* for what happened
+	 * in it, in bits 0-7; ut->blocked_ns as it was when the run began.
+	 */
+	_Atomic uint64_t kmove;
+	_Atomic uint64_t kmove_blocked_ns;
+
 	/* Asynchronous preemption (C6): see sched.c. */
 	_Atomic uint32_t in_lib;	/* inside a libumcg call */
 	_Atomic uint32_t preempt_pending;
@@ -142,6 +153,9 @@ struct umcg_group {
 	_Atomic uint32_t dump_requested;
 };
 
+/* t->joiner once @t is done: a joiner that comes later must not park. */
+#define UMCG_JOINER_DONE	((struct umcg_thread *)1)
+
 /* The process's group, NULL outside umcg_init() .. umcg_fini(). */
 extern struct umcg_group *_Atomic umcg_group;
 /* The calling thread's umcg thread, NULL for plain threads. */
@@ -191,6 +205,28 @@ void umcg_lib_enter(struct umcg_thread *self);
 void umcg_lib_leave(struct umcg_thread *self);
 
 /*
+ * @self enters libumcg.  A kernel preemption request (UMCG_TF_PREEMPT,
+ * set before UMCG_IOC_PREEMPT) must not take effect in here, where @self
+ * may hold the runtime's locks: take it back and yield on the way out
+ * instead (preempt_pending).  Pairs with umcg_kmod's check of in_lib
+ * after it sets the flag: one of the two sees the other.
+ */
+static inline void umcg_in_lib_get(struct umcg_thread *self)
+{
+	_Atomic uint32_t *w = (_Atomic uint32_t *)&self->ut->state;
+	uint32_t s;
+
+	atomic_fetch_add(&self->in_lib, 1);
+	s = atomic_load(w);
+	while (s & UMCG_TF_PREEMPT) {
+		if (atomic_compare_exchange_strong(w, &s, s & ~UMCG_TF_PREEMPT)) {
+			atomic_store(&self->preempt_pending, 1);
+			break;
+		}
+	}
+}
+
+/*
  * For calls that need no core but run policy or runtime code: defer a
  * preemption signal to the way out (the handler would otherwise re-enter
  * locks the interrupted call holds).  Returns the caller's worker or NULL.
@@ -201,7 +237,7 @@ static inline struct umcg_thread *umcg_lib_hold(void)
 
 	if (!self || (atomic_load(&self->flags) & UMCG_THREAD_RELEASED))
 		return NULL;
-	atomic_fetch_add(&self->in_lib, 1);
+	umcg_in_lib_get(self);
 	return self;
 }
 
@@ -213,6 +249,7 @@ static inline void umcg_lib_unhold(struct umcg_thread *self)
 bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t,
 				bool (*asleep)(struct umcg_thread *t, void *arg), void *arg);
 void umcg_worker_preempt(struct umcg_thread *self);
+bool umcg_kernel_made_runnable(const struct umcg_thread *t);
 
 /* runtime.c */
 int umcg_thread_register(struct umcg_group *g, struct umcg_thread *t);

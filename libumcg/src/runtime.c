@@ -84,15 +84,12 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 
 	t->tid = gettid();
 	pthread_mutex_lock(&g->threads_lock);
-	if (atomic_load(&g->stopping)) {
-		pthread_mutex_unlock(&g->threads_lock);
-		atomic_fetch_or(&t->flags, UMCG_THREAD_RELEASED);
-		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
-		return -ESRCH;
-	}
-	ret = g->backend->worker_register(g, t);
+	ret = atomic_load(&g->stopping) ? -ESRCH : g->backend->worker_register(g, t);
 	if (ret) {
 		pthread_mutex_unlock(&g->threads_lock);
+		/* The reservation umcg_spawn() or umcg_attach() took. */
+		if (g->backend->worker_unreserve)
+			g->backend->worker_unreserve(g);
 		atomic_fetch_or(&t->flags, UMCG_THREAD_RELEASED);
 		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
 		return ret;
@@ -111,9 +108,6 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 	return 0;
 }
 
-/* t->joiner once @t is done: a joiner that comes later must not park. */
-#define UMCG_JOINER_DONE	((struct umcg_thread *)1)
-
 /* Wait until nobody holds a reference to @t (wakers, the monitor). */
 static void umcg_thread_quiesce(struct umcg_thread *t)
 {
@@ -131,7 +125,7 @@ static void umcg_thread_finish(struct umcg_thread *t)
 	struct umcg_thread *joiner;
 	bool released = atomic_load(&t->flags) & UMCG_THREAD_RELEASED;
 
-	atomic_fetch_add(&t->in_lib, 1);
+	umcg_in_lib_get(t);
 	umcg_sched_exit(t);
 #ifdef UMCG_DEBUG_OWNER
 	for (unsigned int i = 0; i < g->nr_cores; i++)
@@ -145,8 +139,15 @@ static void umcg_thread_finish(struct umcg_thread *t)
 		pthread_mutex_lock(&g->threads_lock);
 		cds_list_del(&t->all_node);
 		pthread_mutex_unlock(&g->threads_lock);
-		g->backend->worker_unregister(g, t);
 	}
+	/*
+	 * Also when released by umcg_fini(), if the backend mapped its word
+	 * (the kernel side still knows the thread): such a thread kept
+	 * stats.live up, so @g is still there.  One whose start failed
+	 * registered nothing and must not touch @g.
+	 */
+	if (!released || t->ut != &t->task)
+		g->backend->worker_unregister(g, t);
 	umcg_current = NULL;
 	/*
 	 * A worker joiner published itself with a reference on itself (see
@@ -355,6 +356,8 @@ int umcg_fini(void)
 		atomic_fetch_or(&t->flags, UMCG_THREAD_RELEASED);
 		if (umcg_state_of(s) == UMCG_TASK_RUNNABLE)
 			g->policy->remove(g->policy_priv, t);
+		if (g->backend->worker_release)
+			g->backend->worker_release(g, t);
 		umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
 	}
 	live = atomic_load(&g->stats.live);
@@ -421,9 +424,17 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 	if (a.core < -1 || a.core >= (int32_t)g->nr_cores)
 		return -EINVAL;
 
+	if (g->backend->worker_reserve) {
+		ret = g->backend->worker_reserve(g);
+		if (ret)
+			return ret;
+	}
 	t = umcg_thread_alloc();
-	if (!t)
+	if (!t) {
+		if (g->backend->worker_unreserve)
+			g->backend->worker_unreserve(g);
 		return -ENOMEM;
+	}
 	t->fn = fn;
 	t->arg = arg;
 	t->group = g;
@@ -438,6 +449,8 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 	if (a.stack_size && pthread_attr_setstacksize(&pa, a.stack_size)) {
 		pthread_attr_destroy(&pa);
 		free(t);
+		if (g->backend->worker_unreserve)
+			g->backend->worker_unreserve(g);
 		return -EINVAL;
 	}
 	if (a.flags & UMCG_ATTR_DETACHED)
@@ -456,6 +469,8 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 		if (tp)
 			*tp = NULL;
 		free(t);
+		if (g->backend->worker_unreserve)
+			g->backend->worker_unreserve(g);
 	}
 	return ret;
 }
@@ -538,9 +553,17 @@ int umcg_attach(umcg_thread_t **tp)
 		return -ESRCH;
 	if (umcg_current)
 		return -EBUSY;
+	if (g->backend->worker_reserve) {
+		ret = g->backend->worker_reserve(g);
+		if (ret)
+			return ret;
+	}
 	t = umcg_thread_alloc();
-	if (!t)
+	if (!t) {
+		if (g->backend->worker_unreserve)
+			g->backend->worker_unreserve(g);
 		return -ENOMEM;
+	}
 	t->pthread = pthread_self();
 	t->group = g;
 	atomic_fetch_or(&t->flags, UMCG_THREAD_ATTACHED);

@@ -16,10 +16,36 @@
  * and does so only after recording the core as the thread's: that is what
  * makes "at most one worker per core" hold.
  *
+ * Kernel moves.  With a backend whose kernel moves a worker's word by
+ * itself (umcg_backend_ops.kernel_moves: RUNNING -> BLOCKED -> RUNNABLE,
+ * RUNNING -> RUNNABLE on preemption, -> DONE at exit; uapi/umcg.h), the
+ * servers learn of the moves from UMCG_EV_MOVED events, possibly several
+ * servers about the same thread at once, possibly several moves in one
+ * event, possibly an event that comes after the move was acted on.  Each
+ * *run* of a thread — from the moment it is made RUNNING until it is made
+ * RUNNING again — needs at most: its core freed once (if the kernel moved
+ * it off RUNNING), and it queued once (if the kernel left it RUNNABLE).
+ * The kernel moves a thread only off RUNNING and only in the thread's own
+ * context, and a thread the kernel moved runs no user code until it is
+ * made RUNNING again, so in one run either the thread leaves RUNNING
+ * itself (yield, park, switch, exit) or the kernel moves it, never both.
+ *
+ * t->kmove numbers the runs (bits 8-63) and says, in bits 0-7, what
+ * happened in the current one: UMCG_KMOVE_LIB, the thread left RUNNING
+ * itself (set just before its compare-and-swap); STARTING, the run is
+ * being started (its word may not read RUNNING yet); and which duties
+ * were done.  Whoever makes a thread RUNNING starts a run before and ends
+ * STARTING after the store (umcg_run_begin(), umcg_run_started()).  A
+ * server that finds no LIB and no STARTING knows that a word off RUNNING
+ * was moved by the kernel in the current run; it claims a duty with a
+ * compare-and-swap of t->kmove under the lock of the thread's core, so
+ * each duty is done once, in the run it belongs to.
+ *
  * Lock order: core->lock is a leaf.  It is never held across a policy
  * callback; a backend's server_wake() may be called under it.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -128,14 +154,106 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 	}
 }
 
+/* t->kmove bits: see "Kernel moves" above. */
+#define UMCG_KMOVE_RELEASED	(1ULL << 0)	/* its core was freed */
+#define UMCG_KMOVE_QUEUED	(1ULL << 1)	/* it was handed to the policy */
+#define UMCG_KMOVE_EXITED	(1ULL << 2)	/* its exit was reported */
+#define UMCG_KMOVE_LIB		(1ULL << 3)	/* it left RUNNING itself */
+#define UMCG_KMOVE_STARTING	(1ULL << 4)	/* being made RUNNING */
+#define UMCG_KMOVE_RUN_SHIFT	8
+
+static bool umcg_kmoves(const struct umcg_thread *t)
+{
+	return t->group && t->group->backend->kernel_moves;
+}
+
+/*
+ * @t is about to be made RUNNING by its holder (or by itself, taking its
+ * core back): start a new run (see "Kernel moves" above) and tell the
+ * kernel which server to poke about it.  A no-op for the user backend.
+ */
+static void umcg_run_begin(struct umcg_thread *t)
+{
+	struct umcg_group *g = t->group;
+	struct umcg_task *ut = t->ut;
+	int idx = atomic_load(&t->core);
+	uint64_t run;
+
+	if (!umcg_kmoves(t))
+		return;
+	if (idx >= 0)
+		__atomic_store_n(&ut->server_tid,
+				 (uint32_t)__atomic_load_n(&g->cores[idx].server_tid,
+							   __ATOMIC_RELAXED),
+				 __ATOMIC_RELAXED);
+	atomic_store(&t->kmove_blocked_ns, __atomic_load_n(&ut->blocked_ns, __ATOMIC_RELAXED));
+	run = (atomic_load(&t->kmove) >> UMCG_KMOVE_RUN_SHIFT) + 1;
+	atomic_store(&t->kmove, run << UMCG_KMOVE_RUN_SHIFT | UMCG_KMOVE_STARTING);
+}
+
+/* @t's word reads RUNNING now: the run has started. */
+static void umcg_run_started(struct umcg_thread *t)
+{
+	if (umcg_kmoves(t))
+		atomic_fetch_and(&t->kmove, ~UMCG_KMOVE_STARTING);
+}
+
+/* The run begun was not started after all: the word is the library's. */
+static void umcg_run_abort(struct umcg_thread *t)
+{
+	if (umcg_kmoves(t))
+		atomic_store(&t->kmove, (atomic_load(&t->kmove) & ~UMCG_KMOVE_STARTING) |
+					UMCG_KMOVE_LIB);
+}
+
+/* @self is about to leave RUNNING itself (or, @on false, did not after all). */
+static void umcg_run_lib(struct umcg_thread *self, bool on)
+{
+	if (!umcg_kmoves(self))
+		return;
+	if (on)
+		atomic_fetch_or(&self->kmove, UMCG_KMOVE_LIB);
+	else
+		atomic_fetch_and(&self->kmove, ~UMCG_KMOVE_LIB);
+}
+
+/*
+ * Backends with pin_by_waker: set @t's affinity to its new core's CPU
+ * before it is made RUNNING, as it may resume in its own code (the
+ * kernel held it) and never pass umcg_follow_core().  Done by the holder
+ * while @t sleeps, so the kernel need not migrate a running thread.
+ */
+static void umcg_pin_to_core(struct umcg_thread *t)
+{
+	struct umcg_group *g = t->group;
+	int core = atomic_load(&t->core);
+	cpu_set_t set;
+	int cpu;
+
+	if (!g->backend->pin_by_waker || core < 0)
+		return;
+	cpu = g->cores[core].cpu;
+	if (t->pinned_cpu == cpu)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (!sched_setaffinity(t->tid, sizeof(set), &set))
+		t->pinned_cpu = cpu;
+}
+
 /* RUNNABLE (held by the caller) -> RUNNING, keeping the flags but PREEMPT. */
 static void umcg_set_running(struct umcg_thread *t)
 {
-	uint32_t s = umcg_thread_load_state(t);
+	uint32_t s;
+
+	umcg_pin_to_core(t);
+	umcg_run_begin(t);
+	s = umcg_thread_load_state(t);
 
 	while (!umcg_state_cas(t, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
 				      UMCG_TASK_RUNNING))
 		;
+	umcg_run_started(t);
 	umcg_set_state_time(t);
 }
 
@@ -193,6 +311,23 @@ static void umcg_follow_core(struct umcg_thread *self)
 }
 
 /*
+ * @self was released by umcg_fini(), which may have made its word RUNNING
+ * to end its wait: with a kernel that moves RUNNING workers, leave
+ * RUNNING, so that the kernel lets the plain thread it now is alone.
+ */
+static void umcg_released_quiet(struct umcg_thread *self)
+{
+	uint32_t s = umcg_thread_load_state(self);
+
+	if (!umcg_kmoves(self))
+		return;
+	while (umcg_state_of(s) == UMCG_TASK_RUNNING &&
+	       !umcg_state_cas(self, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
+				 UMCG_TASK_PARKED))
+		;
+}
+
+/*
  * Sleep until the policy gives @self a core (its state reads RUNNING), or
  * until @abs_ns (0: no limit).  0, or -ETIMEDOUT with @self not RUNNING, or
  * -ESRCH at once for a thread the group released (umcg_fini()).
@@ -204,8 +339,10 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 		struct umcg_group *g;
 		int ret;
 
-		if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)
+		if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED) {
+			umcg_released_quiet(self);
 			return -ESRCH;
+		}
 		if (umcg_state_of(s) == UMCG_TASK_RUNNING) {
 			umcg_follow_core(self);
 			atomic_store(&self->awake, 1);
@@ -244,7 +381,7 @@ static void umcg_reacquire(struct umcg_thread *self)
 
 void umcg_lib_enter(struct umcg_thread *self)
 {
-	atomic_fetch_add(&self->in_lib, 1);
+	umcg_in_lib_get(self);
 	umcg_reacquire(self);
 }
 
@@ -293,8 +430,10 @@ static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit
 		 * claim or a pick may move self->core to another core.
 		 */
 		idx = atomic_load(&self->core);
+		umcg_run_lib(self, true);
 		if (umcg_state_cas(self, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) | to))
 			break;
+		umcg_run_lib(self, false);
 	}
 	umcg_set_state_time(self);
 	*core = &g->cores[idx];
@@ -313,8 +452,12 @@ static void umcg_back_to_running(struct umcg_thread *self, struct umcg_core *c,
 	while (umcg_state_of(s) == left) {
 		uint32_t run = (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNING;
 
-		if (umcg_state_cas(self, &s, permit ? run | UMCG_TF_PERMIT : run))
+		umcg_run_begin(self);
+		if (umcg_state_cas(self, &s, permit ? run | UMCG_TF_PERMIT : run)) {
+			umcg_run_started(self);
 			return;
+		}
+		umcg_run_abort(self);
 	}
 	umcg_core_give(c, self);
 	umcg_wait_for_core(self, 0);
@@ -494,6 +637,7 @@ void umcg_sched_exit(struct umcg_thread *self)
 	bool owns;
 	int idx;
 
+	umcg_run_lib(self, true);
 	do {
 		owns = umcg_state_of(s) == UMCG_TASK_RUNNING && g &&
 		       !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED);
@@ -550,6 +694,134 @@ bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t,
 	return true;
 }
 
+/*
+ * The kernel reported @t's exit (it left without umcg's exit path, e.g. a
+ * raw exit(2)): do what umcg_thread_finish() would have done for the
+ * others — leave the group's list, count it, wake its joiners.
+ */
+static void umcg_kernel_exited(struct umcg_group *g, struct umcg_thread *t)
+{
+	struct umcg_thread *joiner;
+
+	pthread_mutex_lock(&g->threads_lock);
+	cds_list_del_init(&t->all_node);
+	pthread_mutex_unlock(&g->threads_lock);
+	if (g->backend->worker_gone)
+		g->backend->worker_gone(g, t);
+	umcg_set_state_time(t);
+	joiner = atomic_exchange(&t->joiner, UMCG_JOINER_DONE);
+	if (joiner && joiner != UMCG_JOINER_DONE) {
+		umcg_sched_unpark(joiner, -1);
+		umcg_ref_put(joiner);
+	}
+	atomic_fetch_add_explicit(&g->stats.exited, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
+	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+}
+
+/*
+ * UMCG_EV_MOVED: the kernel moved @t's word (see "Kernel moves" above).
+ * Frees the core @t held, queues it if it is RUNNABLE, reports its exit;
+ * each at most once per run, whoever else looks at @t meanwhile.
+ */
+static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
+{
+	bool blocked, freed = false;
+	struct umcg_core *tc;
+	uint64_t k, want;
+	uint32_t s;
+	int idx;
+
+	for (;;) {
+		idx = atomic_load(&t->core);
+		if (idx < 0)
+			return;		/* never ran: nothing the kernel moves */
+		tc = &g->cores[idx];
+		pthread_mutex_lock(&tc->lock);
+		k = atomic_load(&t->kmove);
+		if (k & UMCG_KMOVE_STARTING) {
+			/* Its word is about to read RUNNING: look again then. */
+			pthread_mutex_unlock(&tc->lock);
+			sched_yield();
+			continue;
+		}
+		if (atomic_load(&t->core) != idx) {
+			pthread_mutex_unlock(&tc->lock);
+			continue;
+		}
+		if ((k & UMCG_KMOVE_LIB) || !(k >> UMCG_KMOVE_RUN_SHIFT)) {
+			/* It left RUNNING itself, or never ran: not ours. */
+			pthread_mutex_unlock(&tc->lock);
+			return;
+		}
+		s = umcg_thread_load_state(t);
+		switch (umcg_state_of(s)) {
+		case UMCG_TASK_BLOCKED:
+			want = UMCG_KMOVE_RELEASED;
+			break;
+		case UMCG_TASK_RUNNABLE:
+			want = UMCG_KMOVE_RELEASED | UMCG_KMOVE_QUEUED;
+			break;
+		case UMCG_TASK_DONE:
+			want = UMCG_KMOVE_RELEASED | UMCG_KMOVE_EXITED;
+			break;
+		default:
+			want = 0;	/* RUNNING: nothing moved in this run yet */
+			break;
+		}
+		if ((k & want) == want) {
+			pthread_mutex_unlock(&tc->lock);
+			return;
+		}
+		if (!atomic_compare_exchange_strong(&t->kmove, &k, k | want)) {
+			pthread_mutex_unlock(&tc->lock);
+			continue;
+		}
+		/*
+		 * Blocked in this run: BLOCKED, or a blocked_ns stamped anew
+		 * (the kernel writes it before the move to RUNNABLE).
+		 */
+		blocked = umcg_state_of(s) == UMCG_TASK_BLOCKED ||
+			  __atomic_load_n(&t->ut->blocked_ns, __ATOMIC_RELAXED) !=
+			  atomic_load(&t->kmove_blocked_ns);
+		if (!(k & UMCG_KMOVE_RELEASED) && tc->current == t) {
+			__atomic_store_n(&tc->current, NULL, __ATOMIC_SEQ_CST);
+			atomic_fetch_add(&tc->nr_switches, 1);
+			freed = true;
+		}
+		pthread_mutex_unlock(&tc->lock);
+		break;
+	}
+
+	want &= ~k;
+	if ((want & UMCG_KMOVE_RELEASED) && blocked) {
+		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+	}
+	if (freed)
+		umcg_server_kick(tc);
+	if (want & UMCG_KMOVE_QUEUED) {
+		if (!blocked) {
+			atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+		}
+		umcg_make_runnable(t, idx, blocked ? UMCG_ENQ_WAKEUP : UMCG_ENQ_PREEMPT);
+	} else if (want & UMCG_KMOVE_EXITED) {
+		umcg_kernel_exited(g, t);
+	} else if (umcg_state_of(s) == UMCG_TASK_BLOCKED) {
+		umcg_set_state_time(t);
+	}
+}
+
+/* For a backend's umcg_fini() release: is @t RUNNABLE by the kernel's move? */
+bool umcg_kernel_made_runnable(const struct umcg_thread *t)
+{
+	uint64_t k = atomic_load(&((struct umcg_thread *)t)->kmove);
+
+	return umcg_state_of(umcg_thread_load_state(t)) == UMCG_TASK_RUNNABLE &&
+	       (k >> UMCG_KMOVE_RUN_SHIFT) && !(k & (UMCG_KMOVE_LIB | UMCG_KMOVE_STARTING));
+}
+
 void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev)
 {
 	struct umcg_group *g = c->group;
@@ -572,6 +844,10 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev)
 				break;
 			}
 		}
+		break;
+	case UMCG_EV_MOVED:
+		umcg_kernel_moved(g, t);
+		umcg_ref_put(t);
 		break;
 	case UMCG_EV_PREEMPTED:
 	case UMCG_EV_EXITED:
@@ -602,7 +878,7 @@ void *umcg_server_main(void *arg)
 	CPU_ZERO(&set);
 	CPU_SET(c->cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
-	c->server_tid = gettid();
+	__atomic_store_n(&c->server_tid, gettid(), __ATOMIC_RELAXED);
 	if (g->backend->server_start)
 		g->backend->server_start(g, c);
 

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * c3_wake - contract C3, wake control, on the user backend.
+ * c3_wake - contract C3, wake control.
  *
  * On one core, a worker B that lost its core to a blocking call libumcg did
  * not see (read() on a pipe, nanosleep()) comes back from the kernel while
  * worker A owns the core.  The user backend lets B's own code run until its
  * next libumcg call (the C1 exception); at that call B becomes RUNNABLE, is
  * handed to the policy with UMCG_ENQ_WAKEUP, and runs no more user code
- * until the policy picks it, i.e. after A gives the core up.  The policy is
+ * until the policy picks it, i.e. after A gives the core up.  With a kernel
+ * backend (kmod) B becomes RUNNABLE as its call completes, is handed to the
+ * policy with UMCG_ENQ_WAKEUP, and runs no user code at all — not even the
+ * rest of its read() call — until A gives the core up.  The policy is
  * ct_recording_fifo (contract.h), which records each thread's enqueue flags.
  */
 #include "kselftest_harness.h"
@@ -65,7 +68,7 @@ static void *c3_b(void *arg)
 		while (nanosleep(&ts, &ts) && errno == EINTR)
 			;
 	}
-	/* Running beside A here is the user backend's C1 exception. */
+	/* Running beside A here is the user backend's C1 exception only. */
 	atomic_store(&r->b_returned, atomic_fetch_add(&r->seq, 1) + 1);
 	ret = umcg_yield();
 	if (ret)
@@ -149,6 +152,16 @@ TEST_F(c3, woken_worker_waits_for_the_policy)
 		EXPECT_EQ(UMCG_STATE_BLOCKED, umcg_thread_state(b));
 		ASSERT_EQ(1, write(r->pipefd[1], "x", 1));
 	}
+	if (ct_kernel_backend()) {
+		/* Woken: RUNNABLE, queued, and held in the kernel. */
+		EXPECT_TRUE(CT_WAIT(umcg_thread_state(b) == UMCG_STATE_RUNNABLE &&
+				    ct_enq_flags(b) == (UMCG_ENQ_NEW | UMCG_ENQ_WAKEUP),
+				    2000 + C3_SLEEP_NS / CT_MS))
+			TH_LOG("B state %d, enqueue flags %#lx", umcg_thread_state(b),
+			       (unsigned long)ct_enq_flags(b));
+		EXPECT_EQ(0, atomic_load(&r->b_returned));
+		goto queued;
+	}
 	ASSERT_TRUE(CT_WAIT(atomic_load(&r->b_returned), 2000));
 
 	/* B's next libumcg call: RUNNABLE, handed to the policy as a wake-up. */
@@ -156,9 +169,12 @@ TEST_F(c3, woken_worker_waits_for_the_policy)
 		TH_LOG("B state %d", umcg_thread_state(b));
 	EXPECT_EQ(UMCG_ENQ_NEW | UMCG_ENQ_WAKEUP, ct_enq_flags(b));
 
+queued:
 	/* ... and it stays queued while A owns the core. */
 	usleep(20000);
 	EXPECT_EQ(0, atomic_load(&r->b_resumed));
+	if (ct_kernel_backend())
+		EXPECT_EQ(0, atomic_load(&r->b_returned));
 	EXPECT_EQ(UMCG_STATE_RUNNABLE, umcg_thread_state(b));
 	EXPECT_EQ(UMCG_STATE_RUNNING, umcg_thread_state(a));
 
@@ -167,6 +183,8 @@ TEST_F(c3, woken_worker_waits_for_the_policy)
 	EXPECT_EQ(0, ct_join(b, NULL, 5000));
 	EXPECT_NE(0, atomic_load(&r->b_resumed));
 	EXPECT_LT(atomic_load(&r->a_slice_end), atomic_load(&r->b_resumed));
+	if (ct_kernel_backend())
+		EXPECT_LT(atomic_load(&r->a_slice_end), atomic_load(&r->b_returned));
 	EXPECT_EQ(1, atomic_load(&r->max_running));
 	EXPECT_EQ(0, atomic_load(&r->err));
 }

@@ -422,7 +422,7 @@ TEST_F(c7, group_life)
 
 	EXPECT_EQ(-EBUSY, umcg_init(&cfg));
 	EXPECT_EQ(-EBUSY, umcg_init(NULL));
-	EXPECT_STREQ("user", umcg_backend_name());
+	EXPECT_STREQ(ct_backend(), umcg_backend_name());
 
 	ASSERT_EQ(0, umcg_spawn(&t, NULL, c7_fini_from_worker, NULL));
 	ASSERT_EQ(0, ct_join(t, &v, 2000));
@@ -438,7 +438,7 @@ TEST_F(c7, group_life)
 	/* A new group works like the first. */
 	ASSERT_EQ(0, umcg_init(&cfg));
 	self->inited = true;
-	EXPECT_STREQ("user", umcg_backend_name());
+	EXPECT_STREQ(ct_backend(), umcg_backend_name());
 	v = NULL;
 	ASSERT_EQ(0, umcg_spawn(&t, NULL, c7_mark, &self->run));
 	ASSERT_EQ(0, ct_join(t, &v, 2000));

@@ -2,7 +2,8 @@
 /*
  * contract.h - helpers shared by the host contract tests (tests/host/contract):
  * clocks and busy loops, the group configuration every test starts from
- * (backend "user"), the CPU behind each managed core, and bounded waits.
+ * (backend "user", or $UMCG_BACKEND: the same programs run in the test VM
+ * on "kmod"), the CPU behind each managed core, and bounded waits.
  *
  * Everything here is static inline and keeps no state: each test keeps its
  * own in its fixture or in a struct handed to its workers.
@@ -21,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -116,7 +118,29 @@ static inline int ct_core_cpus(int *cpus, unsigned int nr)
 	return n == nr ? 0 : -EINVAL;
 }
 
-/* The configuration every contract test starts from: backend "user". */
+/*
+ * The backend under test: $UMCG_BACKEND when it names one ("kmod" in the
+ * test VM, see tests/kmod_backend/), else "user".
+ */
+static inline const char *ct_backend(void)
+{
+	const char *b = getenv("UMCG_BACKEND");
+
+	return b && *b && strcmp(b, "auto") ? b : "user";
+}
+
+/*
+ * Does the kernel see blocking calls (kmod, scx)?  Then a worker that
+ * blocks loses its core at once, and one whose call completes waits in
+ * the kernel, running no user code, until the policy picks it (C1, C3
+ * exact); on "user" both wait for the monitor or the next libumcg call.
+ */
+static inline bool ct_kernel_backend(void)
+{
+	return strcmp(ct_backend(), "user") != 0;
+}
+
+/* The configuration every contract test starts from: ct_backend(). */
 static inline struct umcg_config ct_config(unsigned int nr_cores, const char *policy)
 {
 	struct umcg_config cfg;
@@ -124,7 +148,7 @@ static inline struct umcg_config ct_config(unsigned int nr_cores, const char *po
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.size = sizeof(cfg);
 	cfg.nr_cores = nr_cores;
-	cfg.backend = "user";
+	cfg.backend = ct_backend();
 	cfg.policy = policy ? umcg_policy_find(policy) : NULL;
 	cfg.blocked_ns = CT_BLOCKED_NS;
 	return cfg;

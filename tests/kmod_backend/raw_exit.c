@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * raw_exit - C7 on the "kmod" backend: a worker that exits without
+ * libumcg's exit path (a raw exit(2) of its thread, as a crash of the
+ * thread alone would) is reported by the kernel (RUNNING -> DONE): its
+ * core goes to the next worker, it reads DONE, counts as exited, and
+ * umcg_join() returns for it.  Needs block detection that sees exits (the
+ * sched_entry_tp tracepoint, 7.2+): SKIPs on the kprobe hook.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+
+#include "kselftest_harness.h"
+
+#include <umcg.h>
+#include <umcg/policy.h>
+
+#include "kmod_backend.h"
+
+struct rx_run {
+	_Atomic int exiting;
+	_Atomic int next_ran;
+};
+
+static void *rx_exiter(void *arg)
+{
+	struct rx_run *r = arg;
+
+	atomic_store(&r->exiting, 1);
+	syscall(SYS_exit, 0);	/* this thread only, no clean-up */
+	return NULL;
+}
+
+static void *rx_next(void *arg)
+{
+	struct rx_run *r = arg;
+
+	atomic_store(&r->next_ran, 1);
+	return NULL;
+}
+
+/* The module's block detection ("tracepoint", "kprobe"), "" if unknown. */
+static const char *rx_hook(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/class/misc/" UMCG_DEVICE_NAME "/hook", "re");
+
+	buf[0] = '\0';
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
+FIXTURE(rx)
+{
+	bool inited;
+	struct rx_run run;
+};
+
+FIXTURE_SETUP(rx)
+{
+	struct umcg_config cfg = { .size = sizeof(cfg) };
+	const char *why = kb_module_get();
+	char hook[32];
+
+	if (why)
+		SKIP(return, "%s", why);
+	if (!strcmp(rx_hook(hook, sizeof(hook)), "kprobe"))
+		SKIP(return, "block detection by kprobe does not see exits");
+	cfg.nr_cores = 1;
+	cfg.backend = "kmod";
+	cfg.policy = umcg_policy_find("fifo");
+	ASSERT_EQ(0, umcg_init(&cfg));
+	self->inited = true;
+}
+
+FIXTURE_TEARDOWN(rx)
+{
+	if (self->inited)
+		EXPECT_EQ(0, umcg_fini());
+}
+
+TEST_F_TIMEOUT(rx, reported_and_joinable, 60)
+{
+	struct rx_run *r = &self->run;
+	umcg_thread_t *x, *n;
+	struct umcg_stats st;
+	uint64_t end = kb_now_ns() + 20000 * KB_MS;
+
+	/* One core: n runs only once x is gone. */
+	ASSERT_EQ(0, umcg_spawn(&x, NULL, rx_exiter, r));
+	ASSERT_EQ(0, umcg_spawn(&n, NULL, rx_next, r));
+	while ((umcg_thread_state(x) != UMCG_STATE_DONE || !atomic_load(&r->next_ran)) &&
+	       kb_now_ns() < end)
+		usleep(1000);
+	if (!atomic_load(&r->next_ran))
+		umcg_dump(stderr);
+	ASSERT_EQ(1, atomic_load(&r->exiting));
+	ASSERT_EQ(UMCG_STATE_DONE, umcg_thread_state(x));
+	ASSERT_EQ(1, atomic_load(&r->next_ran));
+	EXPECT_EQ(0, umcg_join(x, NULL));
+	EXPECT_EQ(0, umcg_join(n, NULL));
+	ASSERT_EQ(0, umcg_stats(&st));
+	EXPECT_EQ(2, st.exited);
+	EXPECT_EQ(0, st.live);
+}
+
+TEST_HARNESS_MAIN
