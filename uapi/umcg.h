@@ -114,7 +114,8 @@
  * @cpu:        w: the CPU this thread ran on when it last blocked
  * @blocked_ns: w: CLOCK_MONOTONIC time of the last RUNNING -> BLOCKED
  * @woken_ns:   w: CLOCK_MONOTONIC time of the last BLOCKED -> RUNNABLE
- * @seq:        w: incremented on every state change made by the kernel
+ * @seq:        w: incremented on every state change made by the kernel,
+ *              after the change: a count, not a version of @state
  * @reserved:   must be zero
  *
  * One per thread, UMCG_TASK_ALIGN-aligned so that no two threads' words
