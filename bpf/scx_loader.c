@@ -12,14 +12,17 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "scx_loader.h"
@@ -88,6 +91,57 @@ int umcg_scx_probe(void)
 	return strcmp(state, "disabled") ? -EBUSY : 0;
 }
 
+/* Letters, digits, '_' and '.': what the kernel takes (bpf_obj_name_cpy). */
+static bool name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > UMCG_SCX_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') &&
+		    !(c >= '0' && c <= '9') && c != '_' && c != '.')
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Write @name into the struct_ops data before load.  The skeleton does not
+ * expose char arrays, so find sched_ext_ops.name in the object's own BTF,
+ * whose layout that data has.
+ */
+static int set_ops_name(struct umcg_scx *s, const char *name)
+{
+	const struct btf *btf = bpf_object__btf(s->skel->obj);
+	const struct btf_member *m;
+	const struct btf_type *t;
+	__s32 id;
+
+	id = btf__find_by_name_kind(btf, "sched_ext_ops", BTF_KIND_STRUCT);
+	if (id < 0)
+		return id;
+	t = btf__type_by_id(btf, id);
+	m = btf_members(t);
+	for (int i = 0; i < btf_vlen(t); i++, m++) {
+		char *dst = (char *)s->skel->struct_ops.umcg_ops +
+			    btf_member_bit_offset(t, i) / 8;
+		__s64 size;
+
+		if (strcmp(btf__name_by_offset(btf, m->name_off), "name"))
+			continue;
+		size = btf__resolve_size(btf, m->type);
+		if (size <= (__s64)strlen(name))
+			return -ENAMETOOLONG;
+		memset(dst, 0, size);
+		memcpy(dst, name, strlen(name));
+		return 0;
+	}
+	return -ENOENT;
+}
+
 int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts)
 {
 	struct umcg_scx_opts o = { 0 };
@@ -98,6 +152,8 @@ int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts)
 	if (opts)
 		o = *opts;
 	if (o.timeout_ms > UMCG_SCX_TIMEOUT_MS_MAX)
+		return -EINVAL;
+	if (o.name && !name_ok(o.name))
 		return -EINVAL;
 
 	libbpf_debug = o.verbose;
@@ -115,6 +171,11 @@ int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts)
 		s->skel->rodata->umcg_slice_ns = o.slice_ns;
 	s->skel->struct_ops.umcg_ops->timeout_ms =
 		o.timeout_ms ? o.timeout_ms : UMCG_SCX_TIMEOUT_MS_DFL;
+	if (o.name) {
+		ret = set_ops_name(s, o.name);
+		if (ret)
+			goto err;
+	}
 
 	ret = umcg_bpf__load(s->skel);
 	if (ret)
@@ -165,86 +226,90 @@ void umcg_scx_close(struct umcg_scx *s)
 	free(s);
 }
 
+int umcg_scx_pin(struct umcg_scx *s, const char *dir)
+{
+	const struct umcg_scx_pin_spec *spec;
+	char path[PATH_MAX];
+	int ret;
+
+	if (!s->link)
+		return -ENOTCONN;
+	if (mkdir(dir, UMCG_SCX_PIN_DIR_MODE))
+		return -errno;
+	/* mkdir() applied the umask. */
+	if (chmod(dir, UMCG_SCX_PIN_DIR_MODE)) {
+		ret = -errno;
+		goto err;
+	}
+
+	for (spec = umcg_scx_pinned_maps; spec->name; spec++) {
+		struct bpf_map *map;
+
+		map = bpf_object__find_map_by_name(s->skel->obj, spec->name);
+		if (!map) {
+			ret = -ENOENT;
+			goto err;
+		}
+		if (snprintf(path, sizeof(path), "%s/%s", dir, spec->name) >=
+		    (int)sizeof(path)) {
+			ret = -ENAMETOOLONG;
+			goto err;
+		}
+		/* Not bpf_map__pin(): that would also reuse a stale pin. */
+		if (bpf_obj_pin(bpf_map__fd(map), path) || chmod(path, spec->mode)) {
+			ret = -errno;
+			goto err;
+		}
+	}
+
+	/* Last: the link pin says "loaded" (scx_pin.h). */
+	if (snprintf(path, sizeof(path), "%s/%s", dir, UMCG_SCX_PIN_LINK) >=
+	    (int)sizeof(path)) {
+		ret = -ENAMETOOLONG;
+		goto err;
+	}
+	if (bpf_obj_pin(bpf_link__fd(s->link), path) ||
+	    chmod(path, UMCG_SCX_PIN_LINK_MODE)) {
+		ret = -errno;
+		goto err;
+	}
+	/*
+	 * The pin holds the link now.  Drop our handle without detaching:
+	 * once disconnected, libbpf neither detaches nor closes the
+	 * descriptor, so close it here.
+	 */
+	bpf_link__disconnect(s->link);
+	close(bpf_link__fd(s->link));
+	bpf_link__destroy(s->link);
+	s->link = NULL;
+	return 0;
+err:
+	umcg_scx_unpin(dir);
+	return ret;
+}
+
 bool umcg_scx_exited(const struct umcg_scx *s)
 {
-	return __atomic_load_n(&s->skel->bss->umcg_exit_info.kind,
-			       __ATOMIC_ACQUIRE) != UMCG_SCX_EXIT_NONE;
+	struct umcg_scx_exit_info ei;
+
+	umcg_scx_exit_info(s, &ei);
+	return ei.kind != UMCG_SCX_EXIT_NONE;
 }
 
 void umcg_scx_exit_info(const struct umcg_scx *s, struct umcg_scx_exit_info *ei)
 {
-	const struct umcg_scx_exit_info *x = &s->skel->bss->umcg_exit_info;
-
-	/* ops.exit writes kind last: read it first, the rest after it. */
-	ei->kind = __atomic_load_n(&x->kind, __ATOMIC_ACQUIRE);
-	ei->pad = 0;
-	if (ei->kind == UMCG_SCX_EXIT_NONE) {
-		ei->exit_code = 0;
-		ei->reason[0] = '\0';
-		ei->msg[0] = '\0';
-		return;
-	}
-	ei->exit_code = x->exit_code;
-	memcpy(ei->reason, x->reason, sizeof(ei->reason));
-	memcpy(ei->msg, x->msg, sizeof(ei->msg));
-	ei->reason[sizeof(ei->reason) - 1] = '\0';
-	ei->msg[sizeof(ei->msg) - 1] = '\0';
-}
-
-const char *umcg_scx_exit_kind_name(__s32 kind)
-{
-	switch (kind) {
-	case UMCG_SCX_EXIT_NONE:	return "NONE";
-	case UMCG_SCX_EXIT_DONE:	return "DONE";
-	case UMCG_SCX_EXIT_UNREG:	return "UNREG";
-	case UMCG_SCX_EXIT_UNREG_BPF:	return "UNREG_BPF";
-	case UMCG_SCX_EXIT_UNREG_KERN:	return "UNREG_KERN";
-	case UMCG_SCX_EXIT_SYSRQ:	return "SYSRQ";
-	case UMCG_SCX_EXIT_ERROR:	return "ERROR";
-	case UMCG_SCX_EXIT_ERROR_BPF:	return "ERROR_BPF";
-	case UMCG_SCX_EXIT_ERROR_STALL:	return "ERROR_STALL";
-	default:			return "UNKNOWN";
-	}
-}
-
-static const char *const stat_names[UMCG_SCX_NR_STATS] = {
-	[UMCG_SCX_STAT_ENQUEUE]		= "enqueue",
-	[UMCG_SCX_STAT_DIRECT]		= "direct",
-	[UMCG_SCX_STAT_DISPATCH]	= "dispatch",
-	[UMCG_SCX_STAT_RUNNING]		= "running",
-	[UMCG_SCX_STAT_BLOCK]		= "block",
-	[UMCG_SCX_STAT_KICK]		= "kick",
-	[UMCG_SCX_STAT_ENABLE]		= "enable",
-	[UMCG_SCX_STAT_DISABLE]		= "disable",
-};
-
-const char *umcg_scx_stat_name(unsigned int idx)
-{
-	return idx < UMCG_SCX_NR_STATS ? stat_names[idx] : NULL;
+	if (umcg_scx_exit_info_read_fd(bpf_map__fd(s->skel->maps.exit_info), ei))
+		memset(ei, 0, sizeof(*ei));
 }
 
 int umcg_scx_read_stats(const struct umcg_scx *s, struct umcg_scx_stats *st)
 {
-	struct umcg_scx_stats *percpu;
-	__u32 zero = 0;
-	int nr, ret;
+	int nr = umcg_scx_nr_cpus();
 
-	nr = libbpf_num_possible_cpus();
 	if (nr < 0)
 		return nr;
-	percpu = calloc(nr, sizeof(*percpu));
-	if (!percpu)
-		return -ENOMEM;
-	ret = bpf_map__lookup_elem(s->skel->maps.stats, &zero, sizeof(zero),
-				   percpu, nr * sizeof(*percpu), 0);
-	if (!ret) {
-		memset(st, 0, sizeof(*st));
-		for (int cpu = 0; cpu < nr; cpu++)
-			for (int i = 0; i < UMCG_SCX_NR_STATS; i++)
-				st->cnt[i] += percpu[cpu].cnt[i];
-	}
-	free(percpu);
-	return ret;
+	return umcg_scx_stats_read_fd(bpf_map__fd(s->skel->maps.stats), st,
+				      NULL, nr);
 }
 
 int umcg_scx_read_task_stats(const struct umcg_scx *s, pid_t tid,

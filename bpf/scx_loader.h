@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * scx_loader.h - open, load, attach, watch and detach the umcg sched_ext
- * scheduler (umcg.bpf.c) from user space.  Used by the loader program
- * (umcg-scx) and the guest tests; later users link the same static library,
- * umcg::scx_loader.
+ * scheduler (umcg.bpf.c) from user space.  Used by the foreground loader
+ * (umcg-scx), "umcgctl load" and the guest tests; later users link the same
+ * static library, umcg::scx_loader.
  *
  * Life cycle:
  *
@@ -18,7 +18,8 @@
  * error, SysRq-S, hotplug): umcg_scx_exited() turns true, and the caller
  * still detaches and closes.  Closing the process's last file descriptor of
  * the link (e.g. by dying) detaches too, so a crashed loader leaves no
- * scheduler behind.
+ * scheduler behind - unless umcg_scx_pin() handed the scheduler to pins in
+ * a bpffs (scx_pin.h), which keep it attached after the process is gone.
  *
  * Functions return 0 or -errno; errno itself is not meaningful afterwards.
  * A handle is not thread-safe; use it from one thread at a time.
@@ -30,9 +31,14 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "scx_maps.h"
+#include "scx_pin.h"
 #include "umcg_scx.h"
 
 struct umcg_scx;
+
+/* Longest ops name, NUL excluded (struct sched_ext_ops.name). */
+#define UMCG_SCX_NAME_MAX	127
 
 /**
  * struct umcg_scx_opts - settings of one scheduler instance
@@ -40,11 +46,16 @@ struct umcg_scx;
  * @timeout_ms: watchdog; 0: UMCG_SCX_TIMEOUT_MS_DFL, at most
  *              UMCG_SCX_TIMEOUT_MS_MAX
  * @verbose:    non-zero: libbpf debug messages on stderr (process-wide)
+ * @name:       the name sysfs shows in /sys/kernel/sched_ext/root/ops;
+ *              NULL: UMCG_SCX_OPS_NAME, the name libumcg looks for.  Tests
+ *              give a second instance another name.  Letters, digits, '_'
+ *              and '.', at most UMCG_SCX_NAME_MAX of them.
  */
 struct umcg_scx_opts {
-	__u64	slice_ns;
-	__u32	timeout_ms;
-	__u32	verbose;
+	__u64		slice_ns;
+	__u32		timeout_ms;
+	__u32		verbose;
+	const char	*name;
 };
 
 /*
@@ -88,20 +99,28 @@ int umcg_scx_detach(struct umcg_scx *s);
 /* Detach if attached, then free everything.  NULL is a no-op. */
 void umcg_scx_close(struct umcg_scx *s);
 
+/*
+ * Pin the attached instance at @dir, on the bpffs that
+ * umcg_scx_bpffs_prepare() readied: make @dir (mode 0755), pin the maps of
+ * umcg_scx_pinned_maps[], then the link (scx_pin.h).  On success the pins
+ * hold the scheduler: the handle counts as detached, and umcg_scx_close()
+ * leaves the scheduler attached.  On failure @dir is removed and the
+ * handle stays attached.  -ENOTCONN: not attached.  -EEXIST: @dir exists
+ * (a scheduler is pinned there, or leftovers: umcg_scx_unpin() them).
+ */
+int umcg_scx_pin(struct umcg_scx *s, const char *dir);
+
 /* True once the scheduler has stopped, whoever stopped it. */
 bool umcg_scx_exited(const struct umcg_scx *s);
 
-/* A copy of the exit info; kind is UMCG_SCX_EXIT_NONE while running. */
+/*
+ * A copy of the exit info; kind is UMCG_SCX_EXIT_NONE while running (and
+ * if the map cannot be read).  Complete once umcg_scx_exited() is true.
+ */
 void umcg_scx_exit_info(const struct umcg_scx *s, struct umcg_scx_exit_info *ei);
-
-/* "UNREG", "ERROR_STALL", ...; "UNKNOWN" for a kind this file predates. */
-const char *umcg_scx_exit_kind_name(__s32 kind);
 
 /* The global counters, summed over all CPUs. */
 int umcg_scx_read_stats(const struct umcg_scx *s, struct umcg_scx_stats *st);
-
-/* "enqueue", "dispatch", ...: the name of UMCG_SCX_STAT_@idx, or NULL. */
-const char *umcg_scx_stat_name(unsigned int idx);
 
 /*
  * The per-task counters of thread @tid, which must be alive: the lookup

@@ -45,9 +45,18 @@
  *    serialises under the task's rq lock; user space looks them up with a
  *    pidfd).  Both layouts are in umcg_scx.h.
  *
- * e. Exit.  ops.exit copies the kernel's exit info into umcg_exit_info
- *    (.bss), kind last, so the loader can poll it, report why we stopped and
- *    restart when the kernel asks (UMCG_SCX_ECODE_ACT_RESTART).
+ * e. Exit.  ops.exit copies the kernel's exit info into the ARRAY map
+ *    "exit_info", kind last.  A foreground loader (umcg-scx) polls it to
+ *    report why we stopped and restarts when the kernel asks
+ *    (UMCG_SCX_ECODE_ACT_RESTART); "umcgctl load" pins it, so that
+ *    "umcgctl status" can report an ejection after the fact, when no
+ *    process of ours is left to watch.
+ *
+ * f. Test hook.  Root can ask for a deliberate ejection through the pinned
+ *    ARRAY map "ctl" (struct umcg_scx_ctl): while ctl.eject is set, the next
+ *    thread to enter sched_ext (ops.enable, never a hot path) makes the
+ *    scheduler exit, gracefully or with scx_bpf_error().  "umcgctl eject"
+ *    and the guest tests use it.
  *
  * Trade-offs.  One FIFO DSQ is one lock shared by every CPU: fine for a
  * handful of cores, a contention point beyond.  Per-CPU queues with
@@ -62,8 +71,21 @@ char _license[] SEC("license") = "GPL";
 /* Settings, written by the loader before load (skel->rodata). */
 const volatile __u64 umcg_slice_ns = SCX_SLICE_DFL;
 
-/* Why the scheduler stopped; see struct umcg_scx_exit_info. */
-struct umcg_scx_exit_info umcg_exit_info;
+/* Why the scheduler stopped: key 0, written once, by ops.exit. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct umcg_scx_exit_info);
+} exit_info SEC(".maps");
+
+/* Requests from root (key 0); see struct umcg_scx_ctl and (f) above. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct umcg_scx_ctl);
+} ctl SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -192,6 +214,20 @@ void UMCG_OPS(quiescent, struct task_struct *p, u64 deq_flags)
 	stat_inc(UMCG_SCX_STAT_BLOCK);
 }
 
+/* The test hook of (f): eject now if root asked for it. */
+static void eject_if_requested(void)
+{
+	u32 zero = 0;
+	struct umcg_scx_ctl *c = bpf_map_lookup_elem(&ctl, &zero);
+
+	if (!c)
+		return;
+	if (c->eject == UMCG_SCX_EJECT_EXIT)
+		scx_bpf_exit(UMCG_SCX_EJECT_CODE, UMCG_SCX_EJECT_MSG);
+	else if (c->eject == UMCG_SCX_EJECT_ERROR)
+		scx_bpf_error(UMCG_SCX_EJECT_MSG);
+}
+
 void UMCG_OPS(enable, struct task_struct *p)
 {
 	struct umcg_scx_task_stats *t = task_ctx(p);
@@ -201,6 +237,7 @@ void UMCG_OPS(enable, struct task_struct *p)
 		t->queued = 0;
 	}
 	stat_inc(UMCG_SCX_STAT_ENABLE);
+	eject_if_requested();
 }
 
 void UMCG_OPS(disable, struct task_struct *p)
@@ -225,8 +262,12 @@ s32 UMCG_OPS_SLEEPABLE(init)
 
 void UMCG_OPS(exit, struct scx_exit_info *ei)
 {
-	struct umcg_scx_exit_info *x = &umcg_exit_info;
+	u32 zero = 0;
+	struct umcg_scx_exit_info *x = bpf_map_lookup_elem(&exit_info, &zero);
 
+	/* An ARRAY's element 0 always exists. */
+	if (!x)
+		return;
 	bpf_probe_read_kernel_str(x->reason, sizeof(x->reason), ei->reason);
 	bpf_probe_read_kernel_str(x->msg, sizeof(x->msg), ei->msg);
 	x->exit_code = ei->exit_code;

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * umcg_scx.c - umcg-scx, the loader of the umcg sched_ext scheduler.
+ * umcg_scx.c - umcg-scx, the foreground loader of the umcg sched_ext
+ * scheduler.
  *
  * Loads and attaches umcg.bpf.c in partial mode, optionally prints its
  * counters, and stays until SIGINT or SIGTERM or until the kernel unloads
  * the scheduler; then it detaches and reports why the scheduler stopped.
  * When the kernel asks for a restart (e.g. a CPU was hotplugged between
- * load and attach), it loads the scheduler again.
+ * load and attach), it loads the scheduler again.  Nothing is pinned: the
+ * scheduler lives as long as this process.  "umcgctl load" is the
+ * persistent way (tools/umcgctl/scx_load.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -42,6 +45,7 @@ static void usage(FILE *f)
 "leave the fair class.  Runs until SIGINT or SIGTERM, or until the kernel\n"
 "unloads the scheduler (watchdog, error, SysRq-S), then reports why the\n"
 "scheduler stopped.  The policy is described at the top of bpf/umcg.bpf.c.\n"
+"To load it for the machine without a process of its own, use \"umcgctl load\".\n"
 "\n"
 "  -s, --stats=SECS       print the counters every SECS seconds (default: never)\n"
 "  -t, --timeout-ms=MS    watchdog: eject the scheduler when a runnable thread\n"

@@ -6,8 +6,9 @@
  * Included on both sides of the boundary: in BPF after vmlinux.h, which
  * already defines the __u32/__u64 family, in user space with
  * <linux/types.h>.  Fixed-width types only, naturally aligned, explicit
- * padding, no enums: these structs are the values of BPF maps and of the
- * mmapped .bss, so both sides must agree on every byte.
+ * padding, no enums: these structs are the values of BPF maps, read also
+ * through the pins of "umcgctl load" (scx_pin.h), so both sides must agree
+ * on every byte.
  *
  * The stable interface between the scheduler and the rest of umcg is still
  * uapi/umcg.h (UMCG_SCX_OPS_NAME); this header is internal to bpf/ and its
@@ -86,9 +87,13 @@ struct umcg_scx_task_stats {
 #define UMCG_SCX_EXIT_UNREG_BPF		65	/* the BPF side called scx_bpf_exit() */
 #define UMCG_SCX_EXIT_UNREG_KERN	66	/* the kernel unloaded it (e.g. hotplug) */
 #define UMCG_SCX_EXIT_SYSRQ		67	/* SysRq-S */
+#define UMCG_SCX_EXIT_PARENT		68	/* 7.1+: the parent scheduler exits */
+#define UMCG_SCX_EXIT_PARENT_KILL	69	/* 7.1+: killed by the parent scheduler */
 #define UMCG_SCX_EXIT_ERROR		1024	/* runtime error; kinds >= this are errors */
 #define UMCG_SCX_EXIT_ERROR_BPF		1025	/* scx_bpf_error() */
 #define UMCG_SCX_EXIT_ERROR_STALL	1026	/* watchdog: a runnable task was not run */
+#define UMCG_SCX_EXIT_ERROR_REENQ	1027	/* 7.x: a task hit the re-enqueue limit */
+#define UMCG_SCX_EXIT_ERROR_RESCUE	1028	/* 7.x: ejected for overloading rescue */
 
 /* Bit of the exit code that asks user space to load the scheduler again. */
 #define UMCG_SCX_ECODE_ACT_RESTART	(1ULL << 48)
@@ -98,9 +103,11 @@ struct umcg_scx_task_stats {
 
 /**
  * struct umcg_scx_exit_info - why the scheduler stopped, recorded by ops.exit
+ * into the ARRAY map "exit_info" (a single element, key 0)
  * @kind:      UMCG_SCX_EXIT_*; UMCG_SCX_EXIT_NONE while it runs.  Written
- *             last, with a full barrier: once user space sees it non-zero,
- *             the other fields are complete.
+ *             last, with a full barrier: once the disable is over (the
+ *             detach returned, or sysfs state left "enabled"), a copy of
+ *             the element with a non-zero kind is complete.
  * @pad:       zero
  * @exit_code: the kernel's or scx_bpf_exit()'s exit code
  * @reason:    the kernel's short reason, NUL-terminated
@@ -112,6 +119,28 @@ struct umcg_scx_exit_info {
 	__s64	exit_code;
 	char	reason[UMCG_SCX_EXIT_REASON_LEN];
 	char	msg[UMCG_SCX_EXIT_MSG_LEN];
+};
+
+/* struct umcg_scx_ctl.eject */
+#define UMCG_SCX_EJECT_NONE	0
+#define UMCG_SCX_EJECT_EXIT	1	/* scx_bpf_exit(): kind UNREG_BPF, code below */
+#define UMCG_SCX_EJECT_ERROR	2	/* scx_bpf_error(): kind ERROR_BPF */
+/* The exit code and message of a requested ejection. */
+#define UMCG_SCX_EJECT_CODE	42
+#define UMCG_SCX_EJECT_MSG	"umcg: ejected on request (test hook ctl.eject)"
+
+/**
+ * struct umcg_scx_ctl - requests to the running scheduler: the ARRAY map
+ * "ctl" (a single element, key 0), writable by root only
+ * @eject: test hook: UMCG_SCX_EJECT_EXIT or _ERROR makes the next thread
+ *         that enters sched_ext (ops.enable) unload the scheduler with
+ *         UMCG_SCX_EJECT_MSG, as UNREG_BPF with exit code
+ *         UMCG_SCX_EJECT_CODE or as ERROR_BPF.  0: no request.
+ * @pad:   zero
+ */
+struct umcg_scx_ctl {
+	__u32	eject;
+	__u32	pad;
 };
 
 #endif /* UMCG_SCX_H */

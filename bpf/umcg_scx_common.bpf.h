@@ -67,6 +67,8 @@ extern s32 scx_bpf_select_cpu_dfl(struct task_struct *p, s32 prev_cpu,
 				  u64 wake_flags, bool *is_idle) __ksym;
 extern void scx_bpf_error_bstr(char *fmt, unsigned long long *data,
 			       u32 data__sz) __ksym;
+extern void scx_bpf_exit_bstr(s64 exit_code, char *fmt,
+			      unsigned long long *data, u32 data__sz) __ksym;
 
 /* Renamed kfuncs: see the table at the top. */
 extern bool scx_bpf_dsq_insert___v2___compat(struct task_struct *p, u64 dsq_id,
@@ -139,6 +141,26 @@ void umcg_printf_check(const char *fmt, ...)
 	_Pragma("GCC diagnostic pop")					\
 	scx_bpf_error_bstr(___umcg_fmt, ___umcg_data,			\
 			   sizeof(___umcg_data));			\
+	if (0)								\
+		umcg_printf_check(fmt, ##args);				\
+})
+
+/*
+ * scx_bpf_exit(code, fmt, args...): unload the scheduler gracefully, with
+ * exit kind SCX_EXIT_UNREG_BPF, exit code @code and a printf-style message
+ * for ops.exit.  Arguments as for scx_bpf_error().
+ */
+#define scx_bpf_exit(code, fmt, args...)				\
+({									\
+	static char ___umcg_fmt[] = fmt;				\
+	unsigned long long ___umcg_data[___bpf_narg(args)];		\
+									\
+	_Pragma("GCC diagnostic push")					\
+	_Pragma("GCC diagnostic ignored \"-Wint-conversion\"")		\
+	___bpf_fill(___umcg_data, args);				\
+	_Pragma("GCC diagnostic pop")					\
+	scx_bpf_exit_bstr(code, ___umcg_fmt, ___umcg_data,		\
+			  sizeof(___umcg_data));			\
 	if (0)								\
 		umcg_printf_check(fmt, ##args);				\
 })

@@ -1,17 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * umcgctl - inspect umcg's kernel side.
+ * umcgctl - inspect and control umcg's kernel side.
  *
  *   umcgctl info              what /dev/umcg's module and sched_ext offer
  *   umcgctl ext -- CMD ARGS   run CMD under SCHED_EXT (inherited by its
  *                             threads and children)
  *   umcgctl dump PID          ask a libumcg process (umcg-run's, or one that
  *                             called umcg_dump_on_signal()) for a thread dump
+ *   umcgctl load|unload       put the umcg sched_ext scheduler in place for
+ *                             the machine, pinned in bpffs, or take it away
+ *   umcgctl status|stats      how it is doing
+ *   umcgctl eject             testing aid: make it eject itself
+ *
+ * This file holds the first three and the dispatch; the sched_ext ones are
+ * in scx_*.c, built only when bpf/ builds the scheduler (UMCG_HAVE_SCX).
+ * Documentation/umcgctl.md is the manual.
  */
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -19,6 +28,7 @@
 
 #include "kmod_probe.h"
 #include "umcg_run_env.h"
+#include "umcgctl.h"
 
 #ifndef SCHED_EXT
 #define SCHED_EXT 7
@@ -40,20 +50,45 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: umcgctl info\n"
 		   "       umcgctl ext [--] COMMAND [ARG]...\n"
 		   "       umcgctl dump PID\n"
+		   "       umcgctl load [--slice-us US] [--timeout-ms MS] [-v]\n"
+		   "       umcgctl unload\n"
+		   "       umcgctl status\n"
+		   "       umcgctl stats [--interval SECS [--count N]] [-v]\n"
+		   "       umcgctl eject [--error]\n"
 		   "\n"
-		   "  info   the kernel module behind " UMCG_DEVICE_PATH
+		   "  info    the kernel module behind " UMCG_DEVICE_PATH
 		   " (ABI version, features)\n"
-		   "         and the sched_ext scheduler state\n"
-		   "  ext    run COMMAND with the SCHED_EXT policy: its threads are\n"
-		   "         scheduled by the loaded sched_ext scheduler (by the\n"
-		   "         fair class when none is loaded)\n"
-		   "  dump   make process PID (run by umcg-run, or one that called\n"
-		   "         umcg_dump_on_signal()) write a thread dump to its own\n"
-		   "         standard error: every worker, its state, core, time in\n"
-		   "         state and switch counts.  Sends $UMCG_DUMP_SIGNAL\n"
-		   "         (default USR2), and only if PID catches that signal\n"
+		   "          and the sched_ext scheduler state\n"
+		   "  ext     run COMMAND with the SCHED_EXT policy: its threads are\n"
+		   "          scheduled by the loaded sched_ext scheduler (by the\n"
+		   "          fair class when none is loaded)\n"
+		   "  dump    make process PID (run by umcg-run, or one that called\n"
+		   "          umcg_dump_on_signal()) write a thread dump to its own\n"
+		   "          standard error: every worker, its state, core, time in\n"
+		   "          state and switch counts.  Sends $UMCG_DUMP_SIGNAL\n"
+		   "          (default USR2), and only if PID catches that signal\n"
+		   "  load    (root) load the umcg sched_ext scheduler for the whole\n"
+		   "          machine and leave it attached, pinned in bpffs\n"
+		   "  unload  (root) unregister it, report how it exited, unpin it\n"
+		   "  status  sched_ext's state; whether ours is loaded, or why the\n"
+		   "          kernel ejected it\n"
+		   "  stats   its counters, summed over the CPUs (-v: per CPU)\n"
+		   "  eject   (root, testing aid) make it eject itself\n"
 		   "\n"
-		   "Exit status: 0 done, 1 failed (as printed), 2 bad arguments.\n");
+		   "\"umcgctl COMMAND --help\" details load, unload, status, stats and\n"
+		   "eject, with their exit statuses.  Otherwise: 0 done, 1 failed (as\n"
+		   "printed), 2 bad arguments.  See Documentation/umcgctl.md.\n");
+}
+
+void umcgctl_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "umcgctl %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
 }
 
 /* Reads the first line of @path into @buf; "-" when it cannot. */
@@ -202,6 +237,43 @@ static int cmd_dump(int argc, char **argv)
 	return 0;
 }
 
+int umcgctl_bad_option(const char *cmd, char **argv, int c)
+{
+	char opt[3] = { '-', (char)optopt, '\0' };
+	/*
+	 * getopt has stepped past the option as typed, except past an unknown
+	 * short one in a bundle: optopt names that one.
+	 */
+	const char *name = c == '?' && optopt ? opt : argv[optind - 1];
+
+	if (c == ':')
+		umcgctl_err(cmd, "option '%s' needs an argument (see \"umcgctl %s --help\")",
+			    name, cmd);
+	else
+		umcgctl_err(cmd, "unknown option '%s' (see \"umcgctl %s --help\")",
+			    name, cmd);
+	return UMCGCTL_USAGE;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} scx_cmds[] = {
+#ifdef UMCG_HAVE_SCX
+	{ "load",	umcgctl_load },
+	{ "unload",	umcgctl_unload },
+	{ "status",	umcgctl_status },
+	{ "stats",	umcgctl_stats },
+	{ "eject",	umcgctl_eject },
+#else
+	{ "load",	NULL },
+	{ "unload",	NULL },
+	{ "status",	NULL },
+	{ "stats",	NULL },
+	{ "eject",	NULL },
+#endif
+};
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "info"))
@@ -210,6 +282,18 @@ int main(int argc, char **argv)
 		return cmd_ext(argc - 2, argv + 2);
 	if (argc >= 2 && !strcmp(argv[1], "dump"))
 		return cmd_dump(argc - 2, argv + 2);
+	for (size_t i = 0; argc >= 2 && i < sizeof(scx_cmds) / sizeof(scx_cmds[0]); i++) {
+		if (strcmp(argv[1], scx_cmds[i].name))
+			continue;
+		if (!scx_cmds[i].fn) {
+			umcgctl_err(argv[1], "this umcgctl was built without the sched_ext "
+				    "scheduler (bpf/ needs a target kernel with sched_ext, "
+				    "clang, bpftool and libbpf)");
+			return UMCGCTL_FAILED;
+		}
+		/* The subcommand parses argv[1..]: getopt skips argv[0]. */
+		return scx_cmds[i].fn(argc - 1, argv + 1);
+	}
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		usage(stdout);
 		return 0;

@@ -1,0 +1,274 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * scx_pin.c - the pinned umcg scheduler: prepare the bpffs directory, read
+ * the pinned maps, unload; see scx_pin.h.  Pinning itself needs the
+ * skeleton and lives in scx_loader.c (umcg_scx_pin()).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <linux/magic.h>
+
+#include "scx_maps.h"
+#include "scx_pin.h"
+
+const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
+	{ UMCG_SCX_PIN_STATS,		0444 },
+	{ UMCG_SCX_PIN_TASK_STATS,	0444 },
+	{ UMCG_SCX_PIN_EXIT_INFO,	0444 },
+	{ UMCG_SCX_PIN_CTL,		0600 },
+	{ NULL, 0 }
+};
+
+/* How long umcg_scx_pinned_unload() waits for a detach by unpinning. */
+#define UNLOAD_WAIT_MS	5000
+
+static int pin_path(char *buf, size_t len, const char *dir, const char *name)
+{
+	if (snprintf(buf, len, "%s/%s", dir, name) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* The parent directory of @dir into @buf. */
+static int parent_of(char *buf, size_t len, const char *dir)
+{
+	char *slash;
+
+	if (snprintf(buf, len, "%s", dir) >= (int)len)
+		return -ENAMETOOLONG;
+	/* Drop trailing slashes, then the last component. */
+	for (size_t n = strlen(buf); n > 1 && buf[n - 1] == '/'; n--)
+		buf[n - 1] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		return -EINVAL;
+	if (slash == buf)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	return 0;
+}
+
+static bool is_bpffs(const char *path)
+{
+	struct statfs sf;
+
+	return !statfs(path, &sf) && sf.f_type == BPF_FS_MAGIC;
+}
+
+int umcg_scx_bpffs_prepare(const char *dir, unsigned int *did)
+{
+	char parent[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	if (did)
+		*did = 0;
+	ret = parent_of(parent, sizeof(parent), dir);
+	if (ret)
+		return ret;
+	if (!is_bpffs(parent)) {
+		if (strcmp(parent, UMCG_SCX_BPFFS))
+			return -ENOTDIR;
+		if (mount("bpf", parent, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+			  "mode=0711"))
+			return -errno;
+		if (did)
+			*did |= UMCG_SCX_BPFFS_MOUNTED;
+	}
+	if (stat(parent, &st))
+		return -errno;
+	/* g+x, o+x */
+	if ((st.st_mode & 0011) != 0011) {
+		if (chmod(parent, (st.st_mode & 07777) | 0011))
+			return -errno;
+		if (did)
+			*did |= UMCG_SCX_BPFFS_CHMOD;
+	}
+	return 0;
+}
+
+int umcg_scx_pin_lock(const char *dir)
+{
+	char parent[PATH_MAX];
+	int fd, ret;
+
+	ret = parent_of(parent, sizeof(parent), dir);
+	if (ret)
+		return ret;
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX)) {
+		if (errno == EINTR)
+			continue;
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+int umcg_scx_pinned(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	ret = pin_path(path, sizeof(path), dir, UMCG_SCX_PIN_LINK);
+	if (ret)
+		return ret;
+	if (!stat(path, &st))
+		return 1;
+	return errno == ENOENT || errno == ENOTDIR ? 0 : -errno;
+}
+
+int umcg_scx_pin_open(const char *dir, const char *name, bool rdonly)
+{
+	LIBBPF_OPTS(bpf_obj_get_opts, opts,
+		    .file_flags = rdonly ? BPF_F_RDONLY : 0);
+	char path[PATH_MAX];
+	int fd, ret;
+
+	ret = pin_path(path, sizeof(path), dir, name);
+	if (ret)
+		return ret;
+	fd = bpf_obj_get_opts(path, &opts);
+	return fd < 0 ? -errno : fd;
+}
+
+int umcg_scx_pinned_exit_info(const char *dir, struct umcg_scx_exit_info *ei)
+{
+	int fd, ret;
+
+	fd = umcg_scx_pin_open(dir, UMCG_SCX_PIN_EXIT_INFO, true);
+	if (fd < 0)
+		return fd;
+	ret = umcg_scx_exit_info_read_fd(fd, ei);
+	close(fd);
+	return ret;
+}
+
+int umcg_scx_pinned_stats(const char *dir, struct umcg_scx_stats *sum,
+			  struct umcg_scx_stats *percpu, int nr_cpus)
+{
+	int fd, ret;
+
+	fd = umcg_scx_pin_open(dir, UMCG_SCX_PIN_STATS, true);
+	if (fd < 0)
+		return fd;
+	ret = umcg_scx_stats_read_fd(fd, sum, percpu, nr_cpus);
+	close(fd);
+	return ret;
+}
+
+int umcg_scx_pinned_request_eject(const char *dir, __u32 how)
+{
+	struct umcg_scx_ctl c = { .eject = how };
+	__u32 zero = 0;
+	int fd, ret;
+
+	if (how != UMCG_SCX_EJECT_EXIT && how != UMCG_SCX_EJECT_ERROR)
+		return -EINVAL;
+	fd = umcg_scx_pin_open(dir, UMCG_SCX_PIN_CTL, false);
+	if (fd < 0)
+		return fd;
+	ret = bpf_map_update_elem(fd, &zero, &c, BPF_ANY) ? -errno : 0;
+	close(fd);
+	return ret;
+}
+
+int umcg_scx_unpin(const char *dir)
+{
+	struct dirent *de;
+	int dfd, ret = 0;
+	DIR *d;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(dfd);
+	if (!d) {
+		ret = -errno;
+		close(dfd);
+		return ret;
+	}
+	/* The link first: without it the directory no longer means "loaded". */
+	if (unlinkat(dfd, UMCG_SCX_PIN_LINK, 0) && errno != ENOENT)
+		ret = -errno;
+	while (!ret && (de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (unlinkat(dfd, de->d_name, 0) && errno != ENOENT)
+			ret = -errno;
+	}
+	closedir(d);
+	if (!ret && rmdir(dir) && errno != ENOENT)
+		ret = -errno;
+	return ret;
+}
+
+static void sleep_ms(unsigned int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+int umcg_scx_pinned_unload(const char *dir, struct umcg_scx_exit_info *ei)
+{
+	int link_fd, ei_fd, ret;
+
+	memset(ei, 0, sizeof(*ei));
+	link_fd = umcg_scx_pin_open(dir, UMCG_SCX_PIN_LINK, false);
+	if (link_fd < 0)
+		return link_fd;
+	ei_fd = umcg_scx_pin_open(dir, UMCG_SCX_PIN_EXIT_INFO, true);
+	if (ei_fd < 0) {
+		close(link_fd);
+		return ei_fd;
+	}
+
+	/*
+	 * BPF_LINK_DETACH runs the kernel's unregistration, ops.exit
+	 * included, before it returns; a scheduler the kernel ejected is
+	 * unregistered again harmlessly and keeps its first exit info.
+	 * Unpinning alone would unregister only once the inode is freed.
+	 */
+	ret = bpf_link_detach(link_fd) ? -errno : 0;
+	close(link_fd);
+	if (ret == -EOPNOTSUPP || ret == -EINVAL) {
+		/* A kernel without struct_ops link detach: drop the pins, wait. */
+		ret = umcg_scx_unpin(dir);
+		for (int ms = 0; !ret && ms < UNLOAD_WAIT_MS; ms += 10) {
+			ret = umcg_scx_exit_info_read_fd(ei_fd, ei);
+			if (ret || ei->kind != UMCG_SCX_EXIT_NONE)
+				break;
+			sleep_ms(10);
+		}
+		if (!ret && ei->kind == UMCG_SCX_EXIT_NONE)
+			ret = -ETIMEDOUT;
+		close(ei_fd);
+		return ret;
+	}
+	if (!ret)
+		ret = umcg_scx_exit_info_read_fd(ei_fd, ei);
+	close(ei_fd);
+	if (ret)
+		return ret;
+	return umcg_scx_unpin(dir);
+}
