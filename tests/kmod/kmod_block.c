@@ -34,7 +34,8 @@
 /* "Does not happen" window and "does happen" bound; TCG is slow. */
 #define QUIET_MS	300
 #define PROMPT_MS	20000
-#define SWITCHES	10000
+/* Switches per worker: 10,000 in all. */
+#define SWITCHES	5000
 
 static pid_t gettid_(void)
 {
@@ -404,7 +405,7 @@ TEST_F_TIMEOUT(blk, switch_same_cpu, 300)
 	same = a.cpu_same + b.cpu_same;
 	total = a.cpu_total + b.cpu_total;
 	TH_LOG("%d of %d switches landed on the caller's CPU", same, total);
-	EXPECT_LE(SWITCHES, total);
+	EXPECT_LE(SWITCHES, total);	/* one worker's, at least */
 	EXPECT_LE(total * 99, same * 100);
 }
 

@@ -736,7 +736,13 @@ FIXTURE_SETUP(kill)
 	if (!umcg_kmod_find(_metadata, self->path, sizeof(self->path)))
 		return;
 	self->was_loaded = umcg_test_kmod_loaded(UMCG_KMOD_NAME);
-	ret = umcg_test_kmod_unload(UMCG_KMOD_NAME);
+	/* A previous test's process may still be exiting: give it 10 s. */
+	for (int i = 0; i < 100; i++) {
+		ret = umcg_test_kmod_unload(UMCG_KMOD_NAME);
+		if (ret != -UMCG_EINUSE)
+			break;
+		usleep(100000);
+	}
 	if (ret == -UMCG_EINUSE)
 		SKIP(return, "umcg.ko is loaded and in use");
 	ASSERT_TRUE(ret == 0 || ret == -ENOENT)
