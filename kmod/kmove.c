@@ -169,6 +169,9 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 	struct umcg_task *task = &slot->grp->tasks[slot->idx];
 	u32 s = READ_ONCE(task->state);
 
+	/* Asleep in a umcg wait: whatever the word says, not a block. */
+	if (READ_ONCE(slot->in_wait))
+		return;
 	if (current->flags & PF_EXITING) {
 		do {
 			if (umcg_state_of(s) != UMCG_TASK_RUNNING &&
@@ -199,10 +202,13 @@ static void umcg_wait_picked(struct umcg_slot *slot)
 {
 	struct umcg_task *task = &slot->grp->tasks[slot->idx];
 
+	/* Picked between the check and schedule(): no block (see wait.c). */
+	WRITE_ONCE(slot->in_wait, true);
 	wait_event_killable(slot->grp->waitq[slot->idx],
 			    umcg_state_of(READ_ONCE(task->state)) !=
 			    UMCG_TASK_RUNNABLE ||
 			    READ_ONCE(slot->grp->dying));
+	WRITE_ONCE(slot->in_wait, false);
 }
 
 /*

@@ -36,7 +36,7 @@
 #include "umcg_internal.h"
 
 /* Every registered slot of every group, keyed by task_struct address. */
-static DEFINE_HASHTABLE(umcg_task_hash, 9);
+static DEFINE_HASHTABLE(umcg_task_hash, 12);
 static DEFINE_SPINLOCK(umcg_task_hash_lock);
 
 /*
@@ -228,6 +228,7 @@ int umcg_task_add(struct umcg_group *grp,
 	task = &grp->tasks[slot->idx];
 	memset(task, 0, sizeof(*task));
 	slot->flags = args->flags;
+	slot->in_wait = false;
 	slot->tid = task_pid_vnr(current);
 	slot->cpu = args->cpu;
 	slot->pid = get_pid(task_pid(current));

@@ -49,8 +49,13 @@
 	(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER | UMCG_FEATURE_WAIT | \
 	 UMCG_FEATURE_SWITCH | UMCG_FEATURE_BLOCK | UMCG_FEATURE_PREEMPT)
 
-/* Most threads one group (one process) may have registered at once. */
-#define UMCG_KMOD_MAX_TASKS	256U
+/*
+ * Most threads one group (one process) may have registered at once.  The
+ * group's kernel state costs about 140 bytes per slot, allocated at open().
+ */
+#define UMCG_KMOD_MAX_TASKS	4096U
+/* The event bitmap fills at most its one page. */
+static_assert(UMCG_KMOD_MAX_TASKS <= PAGE_SIZE * BITS_PER_BYTE);
 
 /* Bytes of the per-thread state slots; the event bitmap follows. */
 #define UMCG_KMOD_TASKS_SIZE \
@@ -95,6 +100,9 @@ struct umcg_group;
  * @preempt_work: queued by UMCG_IOC_PREEMPT
  * @work_bits:  UMCG_WORK_*: set while the matching work is queued; a slot
  *              is reused only when no work is queued on it
+ * @in_wait:    the thread sleeps in a umcg wait (WAIT, SWITCH, the wait
+ *              to be picked): the hook does not count it as a block.
+ *              Written and read only by the thread itself
  *
  * Slot i is the struct umcg_task at offset i * sizeof(struct umcg_task)
  * of the group's mapping.  Fields other than @work_bits change only
@@ -113,6 +121,7 @@ struct umcg_slot {
 	struct callback_head	resume_work;
 	struct callback_head	preempt_work;
 	unsigned long		work_bits;
+	bool			in_wait;
 };
 
 /**
@@ -152,7 +161,7 @@ struct umcg_group {
 	unsigned int		nr_servers;
 	u16			servers[UMCG_KMOD_MAX_TASKS];
 	struct work_struct	free_work;
-	DECLARE_HASHTABLE(tid_hash, 6);
+	DECLARE_HASHTABLE(tid_hash, 10);
 	struct umcg_slot	slots[UMCG_KMOD_MAX_TASKS];
 	wait_queue_head_t	waitq[UMCG_KMOD_MAX_TASKS];
 };

@@ -59,13 +59,21 @@ static struct umcg_slot *umcg_self_find(struct umcg_group *grp)
 	return slot;
 }
 
-/* Sleep in slot @idx of @grp until RUNNING, a signal or the timeout. */
-static int umcg_sleep(struct umcg_group *grp, unsigned int idx, u32 flags,
-		      u64 timeout_ns)
+/*
+ * Sleep as @self (current's slot in @grp) until RUNNING, a signal or the
+ * timeout.  Marked as a umcg wait for the block hook: the word may read
+ * RUNNING by the time this thread calls schedule() (its picker stored it
+ * after the condition was checked), which is no block.
+ */
+static int umcg_sleep(struct umcg_group *grp, struct umcg_slot *self,
+		      u32 flags, u64 timeout_ns)
 {
+	unsigned int idx = self->idx;
 	struct umcg_task *task = &grp->tasks[idx];
 	ktime_t timeout;
 	int ret;
+
+	WRITE_ONCE(self->in_wait, true);
 
 	if (!timeout_ns || timeout_ns > KTIME_MAX) {
 		ret = wait_event_interruptible(grp->waitq[idx],
@@ -80,6 +88,7 @@ static int umcg_sleep(struct umcg_group *grp, unsigned int idx, u32 flags,
 							 umcg_task_running(task),
 							 timeout);
 	}
+	WRITE_ONCE(self->in_wait, false);
 	if (ret == -ETIME)
 		return -ETIMEDOUT;
 	if (ret)
@@ -124,7 +133,7 @@ int umcg_task_sleep(struct umcg_group *grp, u32 flags, u64 timeout_ns)
 
 	if (IS_ERR(self))
 		return PTR_ERR(self);
-	return umcg_sleep(grp, self->idx, flags, timeout_ns);
+	return umcg_sleep(grp, self, flags, timeout_ns);
 }
 
 /*
@@ -158,7 +167,7 @@ int umcg_task_switch(struct umcg_group *grp, u32 next_tid, u32 flags,
 	ret = umcg_wake(grp, next_tid, UMCG_WF_CURRENT_CPU);
 	if (ret)
 		return ret;
-	return umcg_sleep(grp, self->idx, flags, timeout_ns);
+	return umcg_sleep(grp, self, flags, timeout_ns);
 }
 
 /*

@@ -141,7 +141,7 @@ static _Atomic unsigned int server_pokes;
 static bool server_schedules;	/* burst: the server picks workers */
 static bool server_polls;	/* WAIT with a timeout, quit on request */
 static _Atomic bool server_quit, server_out;
-#define MAX_SLOTS	256
+#define MAX_SLOTS	4096
 static _Atomic pid_t tid_of_slot[MAX_SLOTS];
 static struct thr thr[MAX_THREADS];
 static int nr_thr;
