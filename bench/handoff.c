@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * handoff - a worker blocks in a plain read(); how long until another
+ * worker runs on its core?
+ *
+ * libumcg: one managed core; worker A makes worker B runnable, notes the
+ * time and blocks in read() on an empty pipe; B notes when it gets the
+ * core.  On the user backend the gap is the monitor's detection delay; on
+ * the kernel backends it is the block hand-off (C2).
+ * Stock scheduler (role=base): A and B pinned to one CPU, B runnable
+ * (sched_yield() loop) while A blocks in read().
+ * Prints the median gap in microseconds over all samples.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <umcg.h>
+
+#include "bench.h"
+
+static struct bench_opts opts;
+static int samples = 200;
+
+struct handoff {
+	int pipe[2];
+	_Atomic uint64_t t0;	/* A is about to block; 0: not armed */
+	_Atomic uint32_t done;	/* B measured: main may wake A */
+	_Atomic int stop;
+	sem_t go;		/* pthread: B waits here between samples */
+	umcg_thread_t *a, *b;
+	double *gap_us;
+	int n;
+};
+
+/* Main: for each sample, waits for B's measurement, then wakes A. */
+static void release_loop(struct handoff *h)
+{
+	char c = 'x';
+
+	for (int i = 0; i < samples; i++) {
+		while (!atomic_load(&h->done))
+			bench_futex_wait(&h->done, 0);
+		atomic_store(&h->done, 0);
+		if (i == samples - 1)
+			atomic_store(&h->stop, 1);
+		if (write(h->pipe[1], &c, 1) != 1)
+			bench_die("write: %s", strerror(errno));
+	}
+}
+
+static void measured(struct handoff *h)
+{
+	uint64_t now = bench_now_ns(), t0 = atomic_exchange(&h->t0, 0);
+
+	if (t0)
+		h->gap_us[h->n++] = (now - t0) / 1e3;
+	atomic_store(&h->done, 1);
+	bench_futex_wake(&h->done, 1);
+}
+
+static void block_in_read(struct handoff *h)
+{
+	char c;
+
+	atomic_store(&h->t0, bench_now_ns());
+	if (read(h->pipe[0], &c, 1) != 1)
+		bench_die("read: %s", strerror(errno));
+}
+
+/* ---- stock scheduler ---- */
+
+static void *pt_b(void *arg)
+{
+	struct handoff *h = arg;
+
+	bench_pin_self(0);
+	for (;;) {
+		while (sem_wait(&h->go))
+			;
+		if (atomic_load(&h->stop))
+			return NULL;
+		while (!atomic_load(&h->t0))
+			sched_yield();
+		/* t0 is set just before read(): spin until A really sleeps. */
+		measured(h);
+	}
+}
+
+static void *pt_a(void *arg)
+{
+	struct handoff *h = arg;
+
+	bench_pin_self(0);
+	while (!atomic_load(&h->stop)) {
+		sem_post(&h->go);
+		block_in_read(h);
+	}
+	atomic_store(&h->stop, 1);
+	sem_post(&h->go);
+	return NULL;
+}
+
+/* ---- libumcg ---- */
+
+static void *umcg_b(void *arg)
+{
+	struct handoff *h = arg;
+
+	for (;;) {
+		umcg_park();
+		if (atomic_load(&h->stop))
+			return NULL;
+		if (atomic_load(&h->t0))
+			measured(h);
+	}
+}
+
+static void *umcg_a(void *arg)
+{
+	struct handoff *h = arg;
+
+	while (!atomic_load(&h->stop)) {
+		/* Back on a core of our own after the last read (C1, user). */
+		umcg_yield();
+		umcg_unpark(h->b);	/* B now waits for this core */
+		block_in_read(h);
+	}
+	umcg_unpark(h->b);
+	return NULL;
+}
+
+static double once(bool umcg, struct handoff *h)
+{
+	pthread_t a, b;
+	int ret;
+
+	memset(h, 0, sizeof(*h));
+	h->gap_us = calloc(samples, sizeof(*h->gap_us));
+	if (!h->gap_us || pipe(h->pipe))
+		bench_die("out of memory or pipes");
+	if (umcg) {
+		struct timespec ms = { 0, 100000 };
+
+		ret = umcg_spawn(&h->b, NULL, umcg_b, h);
+		while (!ret && umcg_thread_state(h->b) != UMCG_STATE_PARKED)
+			nanosleep(&ms, NULL);
+		if (!ret)
+			ret = umcg_spawn(&h->a, NULL, umcg_a, h);
+		if (ret)
+			bench_die("umcg_spawn: %s", strerror(-ret));
+	} else {
+		sem_init(&h->go, 0, 0);
+		if (pthread_create(&b, NULL, pt_b, h) || pthread_create(&a, NULL, pt_a, h))
+			bench_die("pthread_create failed");
+	}
+	release_loop(h);
+	if (umcg) {
+		umcg_join(h->a, NULL);
+		umcg_join(h->b, NULL);
+	} else {
+		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+		sem_destroy(&h->go);
+	}
+	close(h->pipe[0]);
+	close(h->pipe[1]);
+	return bench_median(h->gap_us, h->n);
+}
+
+static void run(bool umcg, const char *impl, const char *backend, const char *variant,
+		const char *role)
+{
+	struct handoff h;
+	double med[1000], p90[1000];
+
+	for (int r = 0; r < opts.reps; r++) {
+		med[r] = once(umcg, &h);
+		p90[r] = bench_percentile(h.gap_us, h.n, 90);
+		free(h.gap_us);
+	}
+	bench_result("handoff", impl, backend, variant, "-", "us_to_next", true,
+		     bench_median(med, opts.reps), (long)opts.reps * samples, role);
+	bench_result("handoff", impl, backend, variant, "-", "us_to_next_p90", true,
+		     bench_median(p90, opts.reps), (long)opts.reps * samples, role);
+}
+
+static void usage(void)
+{
+	printf("Usage: %s [OPTIONS]\n\n"
+	       "A worker blocks in a plain read(); prints the time until another\n"
+	       "worker runs on its core (median and 90th percentile, us), for two\n"
+	       "threads pinned to one CPU under the stock scheduler (the baseline)\n"
+	       "and for libumcg with one managed core on each backend.\n\n"
+	       "Options:\n"
+	       "  -n, --samples N      blocks per repetition (default 200)\n"
+	       BENCH_COMMON_HELP, bench_prog);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "samples", required_argument, NULL, 'n' }, BENCH_COMMON_LONGOPTS, { 0 }
+	};
+	const char *names[BENCH_MAX_BACKENDS];
+	char why[BENCH_MAX_BACKENDS][200];
+	int c, nb;
+
+	bench_opts_init(&opts, "handoff", argv);
+	while ((c = getopt_long(argc, argv, "n:" BENCH_COMMON_SHORTOPTS, lo, NULL)) != -1) {
+		if (c == 'h') {
+			usage();
+			return 0;
+		}
+		if (c == 'n')
+			samples = bench_parse_long("--samples", optarg, 1, 1000000);
+		else if (!bench_opt(&opts, c, optarg))
+			bench_usage_error("unknown option '%s'", argv[optind - 1]);
+	}
+	if (optind < argc)
+		bench_usage_error("unexpected argument '%s'", argv[optind]);
+	if (opts.smoke)
+		samples = 10;
+
+	nb = bench_backends(&opts, names, why);
+	if (!opts.no_pthread)
+		run(false, "pthread", "stock", "yield-pinned", "base");
+	for (int i = 0; i < nb; i++) {
+		if (why[i][0]) {
+			bench_result_na("handoff", names[i], why[i]);
+			continue;
+		}
+		bench_umcg_init(names[i], 1);
+		run(true, "umcg", names[i], "read", NULL);
+		bench_umcg_fini();
+	}
+	return 0;
+}

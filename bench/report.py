@@ -1,0 +1,600 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""report.py - turn run-suite result lines into the table, perf.md and plots.
+
+Reads the "env=NAME bench=..." lines that tools/umcg-bench collected, and
+  - prints one table (each benchmark x implementation/backend, per
+    environment: the median and its ratio to the stock-scheduler baseline
+    of the same environment and run),
+  - with --md FILE writes Documentation/perf.md (method, machine, kernels,
+    the table, the issue's targets as met / not met with the reason),
+  - with --plots DIR writes gnuplot data and scripts (DIR/*.gp); the
+    caller runs gnuplot on them to make the PNGs.
+Every figure comes from the input; nothing is hard-coded.
+"""
+import argparse
+import math
+import os
+import sys
+from collections import OrderedDict
+
+BENCHES = ["switch", "pipeline", "handoff", "wakeup", "server", "scale"]
+
+UNITS = {
+    "ns_per_switch": "ns/switch",
+    "msgs_per_s": "msgs/s",
+    "us_to_next": "us",
+    "us_to_next_p90": "us (p90)",
+    "p50_us": "us p50",
+    "p99_us": "us p99",
+    "p999_us": "us p99.9",
+    "req_per_s": "req/s",
+    "spawn_per_s": "spawns/s",
+    "join_per_s": "joins/s",
+    "kib_per_worker": "KiB/worker",
+    "kib_user": "KiB user",
+    "kib_kernel": "KiB kernel",
+    "max_n": "largest N",
+}
+
+
+def parse(path):
+    recs, meta, fails = [], OrderedDict(), []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line.startswith("env="):
+                continue
+            reason = None
+            if " reason=" in line:
+                line, reason = line.split(" reason=", 1)
+            toks = line.split()
+            env = toks[0][4:]
+            if len(toks) > 1 and toks[1] == "meta":
+                d = meta.setdefault(env, OrderedDict())
+                for t in toks[2:]:
+                    k, _, v = t.partition("=")
+                    d[k] = v.replace("_", " ") if k == "cpu" else v
+                continue
+            r = dict(t.split("=", 1) for t in toks if "=" in t)
+            r["reason"] = reason
+            if r.get("status") == "failed":
+                fails.append(r)
+                continue
+            if r["value"] != "n/a":
+                r["value"] = float(r["value"])
+            recs.append(r)
+    return recs, meta, fails
+
+
+def envs_of(recs, meta):
+    seen = list(meta.keys())
+    for r in recs:
+        if r["env"] not in seen:
+            seen.append(r["env"])
+    return seen
+
+
+class Results:
+    def __init__(self, recs):
+        self.recs = recs
+        self.base = {}
+        self.idx = {}
+        for r in recs:
+            if r["value"] == "n/a":
+                continue
+            key = (r["env"], r["bench"], r["case"], r["metric"])
+            if r.get("role") == "base":
+                self.base[key] = r["value"]
+            self.idx[key + (r["impl"], r["backend"], r["variant"])] = r["value"]
+
+    def get(self, env, bench, case, metric, impl, backend, variant):
+        return self.idx.get((env, bench, case, metric, impl, backend, variant))
+
+    def ratio(self, r):
+        b = self.base.get((r["env"], r["bench"], r["case"], r["metric"]))
+        v = r["value"]
+        if b is None or v == "n/a" or not b or not v:
+            return None
+        return b / v if r["better"] == "lower" else v / b
+
+    def na(self, env, bench, backend):
+        for r in self.recs:
+            if (r["env"], r["bench"], r["backend"]) == (env, bench, backend) \
+                    and r["value"] == "n/a":
+                return r["reason"] or "not available"
+        return None
+
+    def available(self, env, backend):
+        return any(r["env"] == env and r["backend"] == backend and r["value"] != "n/a"
+                   for r in self.recs)
+
+
+def fmt(v):
+    if v is None:
+        return "-"
+    if v == "n/a":
+        return "n/a"
+    a = abs(v)
+    if a >= 1e6:
+        return "%.2fM" % (v / 1e6)
+    if a >= 1e4:
+        return "%.0fk" % (v / 1e3)
+    if a >= 100:
+        return "%.0f" % v
+    if a >= 10:
+        return "%.1f" % v
+    return "%.2f" % v
+
+
+def table_rows(res, envs):
+    """Rows: (label, metric, {env: cell}) in a stable order."""
+    rows = OrderedDict()
+    notes = OrderedDict()
+    for r in res.recs:
+        if r["value"] == "n/a":
+            key = (BENCHES.index(r["bench"]) if r["bench"] in BENCHES else 99,
+                   r["bench"], (9, 0), "", r["impl"], r["backend"], r["variant"])
+        else:
+            if not keep_in_table(r):
+                continue
+            key = (BENCHES.index(r["bench"]) if r["bench"] in BENCHES else 99,
+                   r["bench"], case_order(r["case"]), r["metric"],
+                   r["impl"], r["backend"], r["variant"])
+        row = rows.setdefault(key, {"r": r, "cells": {}})
+        if r["value"] == "n/a":
+            why = r["reason"] or "not available"
+            n = notes.setdefault(why, len(notes) + 1)
+            row["cells"][r["env"]] = "n/a [%d]" % n
+        else:
+            q = res.ratio(r)
+            cell = fmt(r["value"])
+            if r["reason"]:
+                cell += " [%d]" % notes.setdefault(r["reason"], len(notes) + 1)
+            if r.get("role") == "base":
+                cell += " (base)"
+            elif q is not None:
+                cell += " (x%.2f)" % q
+            row["cells"][r["env"]] = cell
+    out = []
+    def metric_order(bench, metric):
+        ms = TABLE_METRICS.get(bench, [])
+        return ms.index(metric) if metric in ms else 99
+
+    for key in sorted(rows, key=lambda k: (k[0], k[2], metric_order(k[1], k[3]),
+                                           impl_order(k[4]), k[5], k[6])):
+        r = rows[key]["r"]
+        if r["value"] == "n/a":
+            label = "%s %s" % (r["bench"], impl_label(r))
+            what = ""
+        else:
+            label = "%s %s %s" % (r["bench"], "" if r["case"] == "-" else r["case"],
+                                  impl_label(r))
+            what = UNITS.get(r["metric"], r["metric"])
+        out.append((" ".join(label.split()), what, rows[key]["cells"]))
+    return out, notes
+
+
+def impl_label(r):
+    if r["impl"] == "umcg":
+        return "umcg/%s %s" % (r["backend"], r["variant"]) if r["variant"] != "-" \
+            else "umcg/%s" % r["backend"]
+    if r["impl"] == "pthread":
+        return "pthread %s" % r["variant"]
+    if r["impl"] == "epoll":
+        return "epoll"
+    return r["impl"] if r["variant"] == "-" else "%s %s" % (r["impl"], r["variant"])
+
+
+def impl_order(impl):
+    return {"pthread": 0, "epoll": 1, "umcg": 2, "go": 3, "java": 4}.get(impl, 5)
+
+
+def case_order(case):
+    if case == "-":
+        return (0, 0)
+    digits = "".join(c for c in case if c.isdigit())
+    return (1, int(digits) if digits else 0, case)
+
+
+TABLE_METRICS = {
+    "switch": ["ns_per_switch"],
+    "pipeline": ["msgs_per_s"],
+    "handoff": ["us_to_next"],
+    "wakeup": ["p50_us", "p99_us", "p999_us"],
+    "server": ["req_per_s", "p99_us"],
+    "scale": ["spawn_per_s", "kib_per_worker", "max_n"],
+}
+
+
+def keep_in_table(r):
+    if r["metric"] not in TABLE_METRICS.get(r["bench"], []):
+        return False
+    if r["bench"] == "pipeline" and r["case"] not in ("k2", "k8", "k64"):
+        return False
+    return True
+
+
+def render_text(rows, notes, envs):
+    hdr = ["benchmark", "unit"] + envs
+    data = [[lab, what] + [cells.get(e, "") for e in envs] for lab, what, cells in rows]
+    w = [max(len(x[i]) for x in [hdr] + data) for i in range(len(hdr))]
+    lines = ["  ".join(h.ljust(w[i]) for i, h in enumerate(hdr)),
+             "  ".join("-" * w[i] for i in range(len(hdr)))]
+    for d in data:
+        lines.append("  ".join(c.ljust(w[i]) for i, c in enumerate(d)).rstrip())
+    for why, n in notes.items():
+        lines.append("[%d] %s" % (n, why))
+    return "\n".join(lines)
+
+
+def render_md(rows, notes, envs):
+    lines = ["| benchmark | unit | " + " | ".join(envs) + " |",
+             "|---|---|" + "---|" * len(envs)]
+    for lab, what, cells in rows:
+        lines.append("| %s | %s | %s |" % (lab, what, " | ".join(cells.get(e, "") for e in envs)))
+    lines.append("")
+    for why, n in notes.items():
+        lines.append("[%d] %s  " % (n, why))
+    return "\n".join(lines)
+
+
+# ---- targets ----
+
+def targets(res, envs):
+    """[(target text, [(env, backend, status, detail)])]"""
+    out = []
+    backends = ["kmod", "scx", "user"]
+
+    def each(fn):
+        rows = []
+        for env in envs:
+            for b in backends:
+                if not res.available(env, b):
+                    # The host has no kernel backends by design (no module
+                    # loading, no sched_ext): judge those in the VM only.
+                    if b == "user" or not env.startswith("vm-"):
+                        continue
+                    why = res.na(env, "switch", b) or "not run in this environment"
+                    rows.append((env, b, "not met", "backend not available: " + why))
+                    continue
+                st, detail = fn(env, b)
+                if b == "user":
+                    st += " (user backend, for reference)"
+                rows.append((env, b, st, detail))
+        return rows
+
+    def switch(env, b):
+        v = res.get(env, "switch", "-", "ns_per_switch", "umcg", b, "switch_to")
+        fu = res.get(env, "switch", "-", "ns_per_switch", "pthread", "stock", "futex")
+        fp = res.get(env, "switch", "-", "ns_per_switch", "pthread", "stock", "futex-pinned")
+        if None in (v, fu, fp) or not v:
+            return "not measured", "a switch figure is missing"
+        ok = fu / v >= 5 and v <= fp
+        return ("met" if ok else "not met"), \
+            "switch_to %s ns; unpinned futex %s ns (x%.2f, needs x5); pinned futex %s ns (x%.2f, needs x1)" % (
+                fmt(v), fmt(fu), fu / v, fmt(fp), fp / v)
+    out.append(("switch on kmod/scx >= 5x faster than unpinned futex wake+wait "
+                "and no slower than the pinned pair", each(switch)))
+
+    def pipeline(env, b):
+        base = res.get(env, "pipeline", "k8", "msgs_per_s", "pthread", "stock", "sem")
+        vs = [(res.get(env, "pipeline", "k8", "msgs_per_s", "umcg", b, v), v)
+              for v in ("switch_to", "unpark")]
+        vs = [x for x in vs if x[0] is not None]
+        if not base or not vs:
+            return "not measured", "a pipeline K=8 figure is missing"
+        best = max(vs)
+        return ("met" if best[0] / base >= 3 else "not met"), \
+            "K=8: " + ", ".join("%s %s msgs/s (x%.2f)" % (v, fmt(x), x / base) for x, v in vs) + \
+            "; semaphores %s msgs/s; needs x3" % fmt(base)
+    out.append(("pipeline >= 3x pthreads at K = 8", each(pipeline)))
+
+    def handoff(env, b):
+        h = res.get(env, "handoff", "-", "us_to_next", "umcg", b, "read")
+        s = res.get(env, "switch", "-", "ns_per_switch", "umcg", b, "switch_to")
+        if h is None or not s:
+            return "not measured", "a handoff or switch figure is missing"
+        return ("met" if h * 1000 <= 2 * s else "not met"), \
+            "hand-off %s us = %.1f switches (one switch %s ns); needs <= 2" % (fmt(h), h * 1000 / s, fmt(s))
+    out.append(("handoff on kmod/scx within 2x of one switch", each(handoff)))
+
+    def wakeup(env, b):
+        rs = [r for r in res.recs if r["env"] == env and r["bench"] == "wakeup"
+              and r["metric"] == "p99_us" and r["backend"] == b and r["value"] != "n/a"]
+        if not rs:
+            return "not measured", "no wakeup figure"
+        r = rs[0]
+        base = res.base.get((env, "wakeup", r["case"], "p99_us"))
+        if not base:
+            return "not measured", "no stock-scheduler wakeup figure"
+        q = r["value"] / base
+        return ("met" if q <= 0.5 else "not met"), \
+            "p99 %s us vs stock %s us (%.2fx of stock; needs <= 0.5x)" % (fmt(r["value"]), fmt(base), q)
+    out.append(("wakeup p99 <= 0.5x the stock scheduler's", each(wakeup)))
+
+    def server(env, b):
+        c = "c1000"
+        ep = res.get(env, "server", c, "req_per_s", "epoll", "stock", "epoll")
+        pp = res.get(env, "server", c, "p99_us", "pthread", "stock", "threads")
+        parts, ok_any = [], False
+        for v in ("threads", "threads-io"):
+            rps = res.get(env, "server", c, "req_per_s", "umcg", b, v)
+            p99 = res.get(env, "server", c, "p99_us", "umcg", b, v)
+            if None in (rps, p99, ep, pp) or not ep:
+                continue
+            ok = rps >= 0.9 * ep and p99 <= pp
+            ok_any |= ok and v == "threads"
+            parts.append("%s: %s req/s = %.2fx epoll (needs 0.9x), p99 %s us vs pthreads %s us%s" % (
+                v, fmt(rps), rps / ep, fmt(p99), fmt(pp), " (this variant meets both)" if ok else ""))
+        if not parts:
+            return "not measured", "a C=1000 server figure is missing"
+        return ("met" if ok_any else "not met"), "C=1000: " + "; ".join(parts)
+    out.append(("server (plain blocking calls) >= 0.9x epoll's requests/s at C = 1000, "
+                "p99 no worse than pthreads'", each(server)))
+
+    def scale(env, b):
+        mx = res.get(env, "scale", "-", "max_n", "umcg", b, "stack64k")
+        if mx is None:
+            rs = [r for r in res.recs if r["env"] == env and r["bench"] == "scale"
+                  and r["metric"] == "max_n" and r["backend"] == b and r["value"] != "n/a"]
+            mx = rs[0]["value"] if rs else None
+        if mx is None:
+            return "not measured", "no scale figure"
+        kib, why = None, None
+        for r in res.recs:
+            if r["env"] == env and r["bench"] == "scale" and r["backend"] == b \
+                    and r["metric"] == "max_n" and r["value"] != "n/a":
+                why = r["reason"]
+            if r["env"] == env and r["bench"] == "scale" and r["backend"] == b \
+                    and r["metric"] == "kib_per_worker" and r["case"] == "n%d" % mx:
+                kib = r["value"]
+        ok = mx >= 100000 and kib is not None and kib <= 32
+        return ("met" if ok else "not met"), \
+            "largest N %d at %s KiB per worker (needs 100000 at <= 32 KiB)%s" % (
+                mx, fmt(kib), "; stopped: " + why if why else "")
+    out.append(("100,000 live workers at <= 32 KiB each", each(scale)))
+    return out
+
+
+# ---- plots ----
+
+def plots(res, envs, d):
+    os.makedirs(d, exist_ok=True)
+    made = []
+    for env in envs:
+        safe = env.replace("+", "_")
+        # pipeline: msgs/s against K, one line per implementation.
+        series = OrderedDict()
+        for r in res.recs:
+            if r["env"] == env and r["bench"] == "pipeline" and r["value"] != "n/a":
+                series.setdefault(impl_label(r), []).append(
+                    (int(r["case"][1:]), r["value"]))
+        if series:
+            dat = os.path.join(d, "pipeline-%s.dat" % safe)
+            with open(dat, "w") as f:
+                for lab, pts in series.items():
+                    f.write('"%s"\n' % lab)
+                    for k, v in sorted(pts):
+                        f.write("%d %g\n" % (k, v))
+                    f.write("\n\n")
+            gp = os.path.join(d, "pipeline-%s.gp" % safe)
+            with open(gp, "w") as f:
+                f.write(GP_HEAD % ("pipeline-%s.png" % safe))
+                f.write('set title "pipeline: ring of K threads (%s)"\n' % env)
+                f.write('set xlabel "K (threads in the ring)"\nset ylabel "messages/s"\n')
+                f.write("set logscale x 2\nset logscale y\nset key outside right\n")
+                f.write('set ylabel "messages/s (log)"\n')
+                f.write("plot for [i=0:%d] '%s' index i using 1:2 with linespoints title columnheader(1)\n"
+                        % (len(series) - 1, os.path.basename(dat)))
+            made.append(gp)
+        # latency percentiles: wakeup p50/p99/p99.9 and server p50/p99 at C=1000.
+        for bench, case, metrics, title in (
+                ("wakeup", None, ["p50_us", "p99_us", "p999_us"], "wake-up latency"),
+                ("server", "c1000", ["p50_us", "p99_us", "p999_us"], "echo server latency, C=1000")):
+            rows = OrderedDict()
+            for r in res.recs:
+                if r["env"] == env and r["bench"] == bench and r["value"] != "n/a" \
+                        and r["metric"] in metrics and (case is None or r["case"] == case):
+                    rows.setdefault(impl_label(r), {})[r["metric"]] = r["value"]
+            if not rows:
+                continue
+            dat = os.path.join(d, "%s-%s.dat" % (bench, safe))
+            with open(dat, "w") as f:
+                f.write("# impl " + " ".join(metrics) + "\n")
+                for lab, m in rows.items():
+                    f.write('"%s" %s\n' % (lab, " ".join("%g" % m.get(x, float("nan")) for x in metrics)))
+            gp = os.path.join(d, "%s-%s.gp" % (bench, safe))
+            with open(gp, "w") as f:
+                f.write(GP_HEAD % ("%s-latency-%s.png" % (bench, safe)))
+                f.write('set title "%s (%s)"\n' % (title, env))
+                f.write('set ylabel "microseconds (log)"\nset logscale y\n')
+                f.write("set style data histogram\nset style histogram cluster gap 1\n")
+                f.write("set style fill solid 0.8 border -1\nset boxwidth 0.9\n")
+                f.write("set xtics rotate by -20\nset key top left\n")
+                f.write("set xrange [-0.6:%g]\n" % (len(rows) - 0.4))
+                f.write("plot " + ", ".join(
+                    "'%s' using %d:xtic(1) title '%s'" % (os.path.basename(dat), i + 2,
+                                                         metrics[i].replace("_us", "").replace("p999", "p99.9"))
+                    for i in range(len(metrics))) + "\n")
+            made.append(gp)
+    return made
+
+
+GP_HEAD = "set terminal pngcairo size 900,500 noenhanced\nset output '%s'\nset grid\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Table, perf.md and plots from run-suite results.")
+    ap.add_argument("results", help="file with the env=... result lines")
+    ap.add_argument("--md", help="write perf.md here")
+    ap.add_argument("--plots", help="write gnuplot data and scripts into this directory")
+    ap.add_argument("--info", help="file with key=value lines about the run (for perf.md)")
+    ap.add_argument("--png-dir", help="perf.md shows the PNG plots found here")
+    a = ap.parse_args()
+
+    recs, meta, fails = parse(a.results)
+    if not recs:
+        sys.exit("report.py: no results in %s" % a.results)
+    res = Results(recs)
+    envs = envs_of(recs, meta)
+    rows, notes = table_rows(res, envs)
+    print(render_text(rows, notes, envs))
+    for f in fails:
+        print("FAILED: %s in %s: %s" % (f["bench"], f["env"], f["reason"]))
+
+    if a.plots:
+        plots(res, envs, a.plots)
+    if a.md:
+        info = OrderedDict()
+        if a.info:
+            with open(a.info) as f:
+                for line in f:
+                    k, _, v = line.rstrip("\n").partition("=")
+                    info[k] = v
+        pngs = sorted(f for f in os.listdir(a.png_dir) if f.endswith(".png")) \
+            if a.png_dir and os.path.isdir(a.png_dir) else []
+        write_md(a.md, res, envs, meta, info, rows, notes, fails, pngs)
+
+
+def write_md(path, res, envs, meta, info, rows, notes, fails, pngs):
+    L = []
+    L.append("<!-- SPDX-License-Identifier: GPL-2.0 -->")
+    L.append("# Performance: libumcg against the stock scheduler\n")
+    L.append("Written by `tools/umcg-bench` on %s from one run (`%s`, commit %s). "
+             "Every figure below comes from that run; rerun the command to refresh it.\n"
+             % (info.get("date", "?"), info.get("command", "tools/umcg-bench"), info.get("commit", "?")))
+    L.append("## Method\n")
+    L.append(METHOD)
+    L.append("## Machine and kernels\n")
+    L.append("| environment | kernel | CPUs | CPU | memory | in a VM | notes |")
+    L.append("|---|---|---|---|---|---|---|")
+    for env in envs:
+        m = meta.get(env, {})
+        L.append("| %s | %s | %s | %s | %s MiB | %s | %s |" % (
+            env, m.get("kernel", "?"), m.get("cpus", "?"), m.get("cpu", "?"),
+            int(m.get("mem_kib", "0")) // 1024, m.get("virtual_machine", "?"),
+            info.get("notes-" + env, "")))
+    L.append("")
+    L.append("## Results\n")
+    L.append("Median of the repetitions; in brackets the ratio to the stock-scheduler "
+             "baseline (marked *base*) of the same environment in this run, oriented so "
+             "that **above 1 is better than the stock scheduler** (for times: base / "
+             "value, for rates: value / base). Under TCG only these ratios mean "
+             "anything, not the absolute figures.\n")
+    L.append(render_md(rows, notes, envs))
+    if fails:
+        L.append("\nBenchmarks that failed in this run:\n")
+        for f in fails:
+            L.append("- %s in %s: %s" % (f["bench"], f["env"], f["reason"]))
+    L.append("\nAll result lines, including the figures not in the table (every "
+             "pipeline K, p90 hand-off, server p50, scale join rate and the user/kernel "
+             "split of memory): [perf/results.txt](perf/results.txt).\n")
+    L.append("## Targets (issue 6)\n")
+    L.append("Judged from the figures above. The kernel backends' targets can only be "
+             "met where the backend ran; a backend that is not available counts as "
+             "not met, with its reason.\n")
+    for text, rs in targets(res, envs):
+        L.append("**%s**\n" % text)
+        for env, b, st, detail in rs:
+            L.append("- %s, %s: **%s** — %s" % (env, b, st, detail))
+        L.append("")
+    L.append("## Plots\n")
+    if not pngs:
+        L.append("None in this run (gnuplot was not installed where it ran).\n")
+    for png in pngs:
+        L.append("![%s](perf/%s)\n" % (png[:-4], png))
+    L.append("## Reading the numbers\n")
+    L.append(READING)
+    with open(path, "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+METHOD = """\
+`tools/umcg-bench` builds everything (`tools/umcg-build`), runs the suite
+(`bench/run-suite`) on the host inside the build root, then boots each target
+kernel in the test VM (`tools/umcg-vm run`, `umcg.ko` and the sched_ext
+scheduler loaded by the guest setup) and runs the same suite there. Each
+benchmark measures plain threads under the stock scheduler (EEVDF) and
+libumcg on every backend that `umcg_init()` accepts in that environment, in
+the same process and boot; a backend that is refused is reported as n/a with
+libumcg's reason.
+
+- **switch**: two threads pass a token back and forth. Stock: futex
+  wake+wait unpinned (*base*), both pinned to CPU 0, a pipe pair. libumcg:
+  `umcg_switch_to()` between two workers on one managed core. ns per switch.
+- **pipeline**: a message goes round a ring of K threads (K = 2..64), each
+  waking the next and blocking. Stock: a POSIX semaphore per thread
+  (*base*). libumcg (all cores): `umcg_switch_to()` to the next, and
+  `umcg_unpark()` + `umcg_park()`. Messages (hops) per second.
+- **handoff**: a worker blocks in a plain `read()` on an empty pipe while
+  another is runnable for its core: time until that one runs. Stock: both
+  pinned to one CPU, the other in a `sched_yield()` loop (*base*). libumcg:
+  one managed core; on the user backend this is the monitor's detection
+  delay. Median over every block.
+- **wakeup**: schbench-style: a message thread wakes 4 workers per CPU at
+  once, each spins 50 us and sleeps; p50/p99/p99.9 of wake-to-run time over
+  all wakes. Stock: futex (*base*); libumcg: park/unpark, all cores.
+- **server**: `examples/echo-threads` (a thread per connection, plain
+  blocking `accept`/`read`/`write`) on pthreads (*base*), on libumcg
+  workers (`--umcg`; `threads-io` uses `umcg_io_read/write`, which park),
+  and `examples/echo-epoll` (one event loop per CPU). The bundled load
+  generator (`bench/loadgen`, one client thread, 64-byte requests, one in
+  flight per connection) drives C connections; a request still unanswered
+  at the end counts with its waiting time so far.
+- **scale**: spawn N workers that stay alive waiting, then release and join
+  them (64 KiB stacks for both sides), N up the ladder until one fails or
+  would not fit; memory per live worker = (VmRSS + KernelStack + Slab +
+  PageTables deltas) / N from `/proc` (machine-wide kernel counters: other
+  activity on the machine is noise).
+
+The figures are medians of the repetitions (`--reps`); latency percentiles
+are over all samples of all repetitions. Nothing in the suite asserts a
+timing; `--smoke` (CI) only checks that every benchmark runs and prints
+well-formed lines.
+"""
+
+READING = """\
+- The guest runs under TCG emulation (no KVM on this host): system calls,
+  context switches and atomics cost many times what they cost on hardware,
+  in different proportions, so compare ratios within one environment only.
+- The host is a shared 2-CPU virtual machine; other work on it adds noise,
+  which the medians reduce but do not remove.
+- The user backend has no kernel help: a worker blocked in a call libumcg
+  did not see keeps its core until the monitor notices (at least
+  `blocked_ns`, 50 us by default, plus its sampling period), which is what
+  `handoff` and the `threads` server measure for it. Its `umcg_switch_to()`
+  is a futex wake of the target and a futex wait of the caller: the kernel
+  work of the pinned futex pair, plus libumcg's bookkeeping.
+- A worker that never calls into libumcg again after the monitor took its
+  core (the plain `threads` echo server: only `read`/`write`) runs on under
+  the kernel's scheduler beside the core's new owner (C1's exception on the
+  user backend), while queued workers wait for a core the monitor frees
+  only when an owner sleeps long enough; without a time slice
+  (`time_slice_ns`, off by default) some connections can wait the whole
+  measured time, which shows as a p99 equal to the run's length.
+- The kmod backend registers a bounded number of threads per process (the
+  module's limit, `max_tasks` of `UMCG_IOC_GET_INFO`): beyond it `umcg_spawn()`
+  fails with `EAGAIN`, which bounds `scale` and makes the thread-per-connection
+  server drop connections (noted next to its figure).
+- Server latency counts a request still unanswered at the end of the run
+  with the time it waited, so a starved connection shows: as a p99 or p99.9
+  equal to the run's length (1 s), or in the plots, even where the p50 is
+  small.
+- Java under TCG: the JIT's compiled code is emulated as well and warms up
+  slowly; the guests' Java figures say little about Java on hardware.
+- The peers (`go`: goroutines and channels; `java`: Java 21 virtual
+  threads) switch stacks in user space: a hand-off between two of them is a
+  function call into their runtime's scheduler, with no system call and no
+  kernel context switch, so where they win (`switch`, `pipeline`) that is
+  why. libumcg keeps real kernel threads — native code, TLS, gdb, perf,
+  signals and blocking system calls work unchanged — and pays at least one
+  system call and one kernel context switch per hand-off for it. Their
+  servers park on their runtime's poller (epoll underneath); so does
+  libumcg's `threads-io` variant.
+- A figure with a note number was measured with a caveat, listed under the
+  table; n/a means the backend is not available there, with libumcg's reason.
+"""
+
+if __name__ == "__main__":
+    main()
