@@ -180,6 +180,16 @@ int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts)
 	ret = umcg_bpf__load(s->skel);
 	if (ret)
 		goto err;
+#ifdef UMCG_HAVE_SCX_ENFORCE
+	/*
+	 * The enforcer's shared area is written by BPF only: frozen, no
+	 * descriptor can update it or map it writable (scx_pin.h).
+	 */
+	if (bpf_map_freeze(bpf_map__fd(s->skel->maps.shared))) {
+		ret = -errno;
+		goto err;
+	}
+#endif
 	*sp = s;
 	return 0;
 err:
@@ -327,4 +337,23 @@ int umcg_scx_read_task_stats(const struct umcg_scx *s, pid_t tid,
 				   sizeof(pidfd), ts, sizeof(*ts), 0);
 	close(pidfd);
 	return ret;
+}
+
+int umcg_scx_obj_fd(const struct umcg_scx *s, const char *name)
+{
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	int fd;
+
+	prog = bpf_object__find_program_by_name(s->skel->obj, name);
+	if (prog) {
+		fd = bpf_program__fd(prog);
+		return fd < 0 ? -ENOENT : fd;
+	}
+	map = bpf_object__find_map_by_name(s->skel->obj, name);
+	if (map) {
+		fd = bpf_map__fd(map);
+		return fd < 0 ? -ENOENT : fd;
+	}
+	return -ENOENT;
 }

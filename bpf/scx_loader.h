@@ -132,4 +132,12 @@ int umcg_scx_read_stats(const struct umcg_scx *s, struct umcg_scx_stats *st);
 int umcg_scx_read_task_stats(const struct umcg_scx *s, pid_t tid,
 			     struct umcg_scx_task_stats *ts);
 
+/*
+ * The descriptor of program or map @name of the loaded instance (still
+ * owned by the handle: do not close it), e.g. the enforcer's "umcg_register",
+ * "umcg_pick" and "shared" (umcg_scx_enforce.h).  -ENOENT: no such object
+ * (a scheduler built without UMCG_SCX_ENFORCE).
+ */
+int umcg_scx_obj_fd(const struct umcg_scx *s, const char *name);
+
 #endif /* UMCG_SCX_LOADER_H */

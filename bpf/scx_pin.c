@@ -29,6 +29,9 @@ const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
 	{ UMCG_SCX_PIN_TASK_STATS,	0444 },
 	{ UMCG_SCX_PIN_EXIT_INFO,	0444 },
 	{ UMCG_SCX_PIN_CTL,		0600 },
+#ifdef UMCG_HAVE_SCX_ENFORCE
+	{ UMCG_SCX_PIN_SHARED,		0666 },
+#endif
 	{ NULL, 0 }
 };
 

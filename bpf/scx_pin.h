@@ -16,6 +16,15 @@
  *                     stopped, kept after the kernel ejected it
  *   ctl         0600  ARRAY, struct umcg_scx_ctl: root's requests (the
  *                     ejection test hook)
+ *   shared      0666  the enforcer's mmapable ARRAY, struct
+ *                     umcg_scx_shared (umcg_scx_enforce.h), only with
+ *                     UMCG_SCX_ENFORCE.  Frozen at load (BPF_MAP_FREEZE):
+ *                     no descriptor can update it or map it writable, so
+ *                     it is read-only for every process although the pin
+ *                     is 0666.  It has to be: a BPF_F_RDONLY descriptor
+ *                     cannot be mmapped at all, because mmap drops
+ *                     VM_SHARED for a file opened without write access and
+ *                     BPF refuses a mapping without it (-EINVAL on 7.3).
  *
  * The link pin is the mark of "loaded by umcgctl": the maps are pinned
  * first and the link last, and unloading removes the link first.  A
@@ -51,6 +60,7 @@
 #define UMCG_SCX_PIN_TASK_STATS	"task_stats"
 #define UMCG_SCX_PIN_EXIT_INFO	"exit_info"
 #define UMCG_SCX_PIN_CTL	"ctl"
+#define UMCG_SCX_PIN_SHARED	"shared"
 
 #define UMCG_SCX_PIN_DIR_MODE	0755
 #define UMCG_SCX_PIN_LINK_MODE	0600

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * umcg.bpf.c - the umcg sched_ext scheduler, v0: a global FIFO in partial
- * mode.  The "scx" backend of DESIGN.md builds on it; v0 only proves the
- * plumbing (load, opt in, schedule, count, exit) and knows nothing of umcg
- * workers and servers yet.
+ * mode.  The "scx" backend of DESIGN.md builds on it; v0 proves the
+ * plumbing (load, opt in, schedule, count, exit).  Threads that register as
+ * umcg workers and servers are handled by the enforcer,
+ * umcg_enforce.bpf.h (built with UMCG_SCX_ENFORCE), whose hooks run first
+ * in the callbacks below and say "not mine" for every other thread; the
+ * enforcer also adds SCX_OPS_ENQ_LAST (see its comment, g).  What follows
+ * describes v0, i.e. every thread that never registered.
  *
  * a. Who is ours.  SCX_OPS_SWITCH_PARTIAL: only threads whose policy is
  *    SCHED_EXT (7) leave the fair class, each opted in with
@@ -70,6 +74,15 @@ char _license[] SEC("license") = "GPL";
 
 /* Settings, written by the loader before load (skel->rodata). */
 const volatile __u64 umcg_slice_ns = SCX_SLICE_DFL;
+
+/*
+ * The enforcer for threads that register (umcg_enforce.bpf.h, its own
+ * design comment).  Built with UMCG_SCX_ENFORCE; without it, or for a
+ * thread that never registered, every enf_* hook says "not mine".
+ */
+#ifdef UMCG_SCX_ENFORCE
+#include "umcg_enforce.bpf.h"
+#endif
 
 /* Why the scheduler stopped: key 0, written once, by ops.exit. */
 struct {
@@ -145,6 +158,10 @@ s32 UMCG_OPS(select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 	bool is_idle = false;
 	s32 cpu;
 
+#ifdef UMCG_SCX_ENFORCE
+	if (enf_select_cpu(p, prev_cpu, &cpu))
+		return cpu;
+#endif
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
 	if (is_idle) {
 		t = task_ctx(p);
@@ -159,9 +176,24 @@ s32 UMCG_OPS(select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 
 void UMCG_OPS(enqueue, struct task_struct *p, u64 enq_flags)
 {
-	struct umcg_scx_task_stats *t = task_ctx(p);
+	struct umcg_scx_task_stats *t;
 	s32 cpu;
 
+#ifdef UMCG_SCX_ENFORCE
+	if (enf_enqueue(p, enq_flags, umcg_slice_ns))
+		return;
+	/*
+	 * The enforcer sets SCX_OPS_ENQ_LAST, so that a server that yields
+	 * with nothing else to run is held, not kept running.  For every
+	 * other task keep v0's behaviour: the last runnable task keeps its
+	 * CPU, uncounted, as the kernel would have kept it without the flag.
+	 */
+	if (enq_flags & SCX_ENQ_LAST) {
+		umcg_dsq_insert(p, SCX_DSQ_LOCAL, umcg_slice_ns, enq_flags);
+		return;
+	}
+#endif
+	t = task_ctx(p);
 	if (t) {
 		t->enqueue++;
 		t->queued = 1;
@@ -183,6 +215,10 @@ void UMCG_OPS(dispatch, s32 cpu, struct task_struct *prev)
 	 * One task per call: the kernel calls again if the local DSQ is still
 	 * empty, and keeps @prev running if the FIFO has nothing for us.
 	 */
+#ifdef UMCG_SCX_ENFORCE
+	if (enf_dispatch(cpu))
+		return;
+#endif
 	if (umcg_dsq_move_to_local(UMCG_SCX_DSQ_FIFO))
 		stat_inc(UMCG_SCX_STAT_DISPATCH);
 }
@@ -201,6 +237,23 @@ void UMCG_OPS(running, struct task_struct *p)
 		t->dispatch++;
 	}
 }
+
+#ifdef UMCG_SCX_ENFORCE
+void UMCG_OPS(runnable, struct task_struct *p, u64 enq_flags)
+{
+	enf_runnable(p, enq_flags);
+}
+
+void UMCG_OPS(stopping, struct task_struct *p, bool runnable)
+{
+	enf_stopping(p, runnable);
+}
+
+void UMCG_OPS(exit_task, struct task_struct *p, struct scx_exit_task_args *args)
+{
+	enf_exit_task(p);
+}
+#endif
 
 void UMCG_OPS(quiescent, struct task_struct *p, u64 deq_flags)
 {
@@ -256,8 +309,15 @@ s32 UMCG_OPS(init_task, struct task_struct *p, struct scx_init_task_args *args)
 
 s32 UMCG_OPS_SLEEPABLE(init)
 {
+	s32 ret;
+
 	/* Any node: v0 has one FIFO for the whole machine. */
-	return scx_bpf_create_dsq(UMCG_SCX_DSQ_FIFO, -1);
+	ret = scx_bpf_create_dsq(UMCG_SCX_DSQ_FIFO, -1);
+#ifdef UMCG_SCX_ENFORCE
+	if (!ret)
+		ret = enf_init();
+#endif
+	return ret;
 }
 
 void UMCG_OPS(exit, struct scx_exit_info *ei)
@@ -265,6 +325,9 @@ void UMCG_OPS(exit, struct scx_exit_info *ei)
 	u32 zero = 0;
 	struct umcg_scx_exit_info *x = bpf_map_lookup_elem(&exit_info, &zero);
 
+#ifdef UMCG_SCX_ENFORCE
+	enf_stopped = 1;
+#endif
 	/* An ARRAY's element 0 always exists. */
 	if (!x)
 		return;
@@ -282,12 +345,21 @@ struct sched_ext_ops umcg_ops = {
 	.dispatch	= (void *)umcg_dispatch,
 	.running	= (void *)umcg_running,
 	.quiescent	= (void *)umcg_quiescent,
+#ifdef UMCG_SCX_ENFORCE
+	.runnable	= (void *)umcg_runnable,
+	.stopping	= (void *)umcg_stopping,
+	.exit_task	= (void *)umcg_exit_task,
+#endif
 	.enable		= (void *)umcg_enable,
 	.disable	= (void *)umcg_disable,
 	.init_task	= (void *)umcg_init_task,
 	.init		= (void *)umcg_init,
 	.exit		= (void *)umcg_exit,
+#ifdef UMCG_SCX_ENFORCE
+	.flags		= SCX_OPS_SWITCH_PARTIAL | SCX_OPS_ENQ_LAST,
+#else
 	.flags		= SCX_OPS_SWITCH_PARTIAL,
+#endif
 	.timeout_ms	= UMCG_SCX_TIMEOUT_MS_DFL,
 	.name		= UMCG_SCX_OPS_NAME,
 };

@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * umcg_enforce.bpf.h - the enforcer of the umcg sched_ext scheduler: the
+ * first slice of Documentation/scx.rst, included by umcg.bpf.c when built
+ * with UMCG_SCX_ENFORCE.  Threads that never register are scheduled exactly
+ * as before (the FIFO of umcg.bpf.c); every hook below returns "not mine"
+ * for them after one task-storage lookup.
+ *
+ * a. Registration.  A thread runs the SEC("syscall") program umcg_register
+ *    with BPF_PROG_TEST_RUN.  It runs in the caller's context, so
+ *    bpf_get_current_pid_tgid() says who asks: the caller registers itself,
+ *    in the group of its own process (tgid), as a worker or as a server of
+ *    one CPU.  Its authoritative state is task storage (enf_tasks, never
+ *    visible to user space); a slot (slots, kernel-only) and a group
+ *    (groups, kernel-only) are claimed with compare-and-swap.  The
+ *    scheduler publishes the slot's struct umcg_task into "shared", an
+ *    mmapable array that processes map read-only, and sets the slot's bit
+ *    in the group's event bitmap on every move it makes.
+ *
+ * b. Block.  stopping(p, runnable=false) of a RUNNING worker: publish
+ *    BLOCKED (cpu, blocked_ns, seq, event) and set need_server on that CPU,
+ *    whose next ops.dispatch (it comes at once: the CPU lost its task)
+ *    moves the CPU's held server to its local DSQ.  No user-space round
+ *    trip.
+ *
+ * c. Servers are SCHED_EXT and never sleep for the scheduler: whenever one
+ *    is enqueued (it yielded, its slice ended, it woke) it is inserted into
+ *    UMCG_SCX_DSQ_SERVER(its cpu), runnable but held.  dispatch runs it
+ *    when need_server is set: its CPU's worker blocked, a worker it serves
+ *    woke (news), or the heartbeat timer found it held for
+ *    UMCG_SCX_HEARTBEAT_NS (the watchdog must never see it wait).
+ *
+ * d. Wake holding.  select_cpu of a BLOCKED worker inserts nothing, so the
+ *    wake-up reaches runnable(p, SCX_ENQ_WAKEUP): publish RUNNABLE
+ *    (woken_ns, seq, event), mark it held and poke its server's CPU; then
+ *    enqueue inserts it into UMCG_SCX_DSQ_GROUP(group), which no CPU
+ *    consumes.  It runs no user code until picked.
+ *
+ * e. Pick.  The SEC("syscall") program umcg_pick(tid, cpu), run by any
+ *    thread of the worker's process, finds the held worker in its group's
+ *    DSQ, moves it to SCX_DSQ_LOCAL_ON | cpu (scx_bpf_dsq_move, allowed in
+ *    syscall programs), kicks the CPU and publishes RUNNING.
+ *
+ * f. Liveness.  A timer (UMCG_SCX_TIMER_NS) asks for the heartbeat of
+ *    servers held too long and, for a worker held longer than
+ *    UMCG_SCX_HOLD_MAX_NS (less than half the default watchdog), sets
+ *    release_pending and kicks a CPU, whose dispatch releases every expired
+ *    worker to SCX_DSQ_GLOBAL and publishes RUNNING: a late C3, never an
+ *    ejection.  The timer only kicks: moves happen in dispatch and in the
+ *    syscall programs, where the kernel allows them.
+ *
+ * g. A RUNNING worker that is preempted or whose slice ends goes to
+ *    UMCG_SCX_DSQ_WORKER(cpu), not to the local DSQ, so that its CPU still
+ *    calls dispatch and a due server heartbeat comes first; if nothing
+ *    else wants the CPU (SCX_ENQ_LAST) it goes straight back to the local
+ *    DSQ.  The scheduler sets SCX_OPS_ENQ_LAST for the servers' sake:
+ *    without it the kernel keeps running a server that yields with
+ *    nothing else queued, and a held server would in fact spin.  Tasks
+ *    that are not ours get SCX_ENQ_LAST enqueues inserted into the local
+ *    DSQ, which is what the kernel did for them without the flag.
+ *
+ * h. Exit.  exit_task of a registered thread publishes DONE (an event) and
+ *    frees its slot; the group is freed with its last thread.
+ *
+ * Not yet: unregister, switch, park, time slice (C6), the policy queueing
+ * the next worker per core, clearing events (the map is read-only: the
+ * library compares seq), the pinned programs for unprivileged processes.
+ */
+#ifndef UMCG_ENFORCE_BPF_H
+#define UMCG_ENFORCE_BPF_H
+
+#include "umcg_scx_enforce.h"
+
+/* The iterator of the innermost bpf_for_each(), for scx_bpf_dsq_move(). */
+#define ENF_ITER		(&___it)
+
+#ifndef WRITE_ONCE
+#define WRITE_ONCE(x, v)	(*(volatile typeof(x) *)&(x) = (v))
+#endif
+
+#ifndef CLOCK_MONOTONIC
+#define CLOCK_MONOTONIC		1
+#endif
+
+#define ENF_ROLE_WORKER		1
+#define ENF_ROLE_SERVER		2
+
+extern bool scx_bpf_dsq_move(struct bpf_iter_scx_dsq *it__iter,
+			     struct task_struct *p, u64 dsq_id,
+			     u64 enq_flags) __ksym __weak;
+extern int bpf_iter_scx_dsq_new(struct bpf_iter_scx_dsq *it, u64 dsq_id,
+				u64 flags) __ksym __weak;
+extern struct task_struct *
+bpf_iter_scx_dsq_next(struct bpf_iter_scx_dsq *it) __ksym __weak;
+extern void bpf_iter_scx_dsq_destroy(struct bpf_iter_scx_dsq *it) __ksym __weak;
+extern s32 scx_bpf_dsq_nr_queued(u64 dsq_id) __ksym;
+extern u32 scx_bpf_nr_cpu_ids(void) __ksym;
+extern s32 scx_bpf_task_cpu(const struct task_struct *p) __ksym;
+extern bool bpf_cpumask_test_cpu(u32 cpu, const struct cpumask *cpumask) __ksym;
+extern void bpf_rcu_read_lock(void) __ksym;
+extern void bpf_rcu_read_unlock(void) __ksym;
+
+/* Per-thread state: authoritative, kernel-only. */
+struct enf_task {
+	u32	role;		/* ENF_ROLE_*, 0: not registered */
+	u32	group;		/* index into groups, events */
+	u32	slot;		/* index into slots, shared.task */
+	u32	state;		/* UMCG_TASK_* as published */
+	u32	cpu;		/* server: its CPU; worker: its server's CPU */
+	u32	held;		/* worker: in its group DSQ, waiting for pick */
+	u64	held_ns;	/* worker: when it was held */
+};
+
+struct enf_slot {
+	u32	tid;		/* 0: free */
+	u32	tgid;
+	u32	role;
+	u32	cpu;
+};
+
+struct enf_group {
+	u32	tgid;		/* 0: free */
+	u32	nr;		/* registered threads */
+};
+
+struct enf_cpu {
+	u64	server_ns;	/* last time dispatch ran the held server */
+	u32	need_server;	/* dispatch: run the held server next */
+	u32	pad;
+};
+
+struct enf_timer {
+	struct bpf_timer	timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct enf_task);
+} enf_tasks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UMCG_SCX_MAX_TASKS);
+	__type(key, u32);
+	__type(value, struct enf_slot);
+} slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UMCG_SCX_MAX_GROUPS);
+	__type(key, u32);
+	__type(value, struct enf_group);
+} groups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UMCG_SCX_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct enf_cpu);
+} enf_cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, u32);
+	__type(value, struct umcg_scx_shared);
+} shared SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct umcg_scx_enf_stats);
+} enf_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, u32);
+	__type(value, struct enf_timer);
+} enf_timer SEC(".maps");
+
+/* Set by the timer, cleared by the dispatch that releases held workers. */
+__u32 enf_release_pending;
+/* Set by ops.exit: the timer stops re-arming. */
+__u32 enf_stopped;
+
+static __always_inline void enf_stat(u32 idx)
+{
+	u32 zero = 0;
+	struct umcg_scx_enf_stats *s = bpf_map_lookup_elem(&enf_stats, &zero);
+
+	if (s && idx < UMCG_SCX_NR_ENF_STATS)
+		s->cnt[idx]++;
+}
+
+static __always_inline struct enf_task *enf_task_of(struct task_struct *p)
+{
+	struct enf_task *t = bpf_task_storage_get(&enf_tasks, p, 0, 0);
+
+	return t && t->role ? t : NULL;
+}
+
+static __always_inline struct enf_cpu *enf_cpu_of(u32 cpu)
+{
+	return bpf_map_lookup_elem(&enf_cpus, &cpu);
+}
+
+static __always_inline struct umcg_scx_shared *enf_shared(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&shared, &zero);
+}
+
+/*
+ * Publish @t's new @state into its slot: the word, then the timestamp,
+ * then seq (atomic: a full barrier), then the group's event bit (atomic
+ * OR, after everything it announces).
+ */
+#define ENF_TS_NONE	0
+#define ENF_TS_BLOCKED	1	/* also set @cpu */
+#define ENF_TS_WOKEN	2
+
+static __always_inline void enf_publish(struct enf_task *t, u32 state,
+					int which_ns, u32 cpu)
+{
+	struct umcg_scx_shared *sh = enf_shared();
+	u32 slot = t->slot & (UMCG_SCX_MAX_TASKS - 1);
+	u32 g = t->group & (UMCG_SCX_MAX_GROUPS - 1);
+	struct umcg_task *ut;
+
+	t->state = state;
+	if (!sh)
+		return;
+	ut = &sh->task[slot];
+	WRITE_ONCE(ut->state, state);
+	if (which_ns == ENF_TS_BLOCKED) {
+		ut->cpu = cpu;
+		ut->blocked_ns = bpf_ktime_get_ns();
+	} else if (which_ns == ENF_TS_WOKEN) {
+		ut->woken_ns = bpf_ktime_get_ns();
+	}
+	__sync_fetch_and_add(&ut->seq, 1);
+	__sync_fetch_and_or(&sh->events[g][slot / 64], 1ULL << (slot % 64));
+}
+
+/* Ask @cpu's next dispatch for its held server; kick it if it idles. */
+static __always_inline void enf_poke_server(u32 cpu, u64 kick_flags)
+{
+	struct enf_cpu *c = enf_cpu_of(cpu);
+
+	if (!c)
+		return;
+	WRITE_ONCE(c->need_server, 1);
+	scx_bpf_kick_cpu(cpu, kick_flags);
+}
+
+/* ---- sched_ext hooks; each returns false for threads that are not ours ---- */
+
+/* ops.select_cpu: a BLOCKED worker must not be inserted directly. */
+static __always_inline bool enf_select_cpu(struct task_struct *p, s32 prev_cpu,
+					   s32 *cpu)
+{
+	struct enf_task *t = enf_task_of(p);
+
+	if (!t)
+		return false;
+	if (t->role == ENF_ROLE_SERVER) {
+		*cpu = t->cpu;
+		return true;
+	}
+	if (t->state == UMCG_TASK_BLOCKED) {
+		*cpu = prev_cpu;
+		return true;
+	}
+	return false;
+}
+
+/* ops.runnable */
+static __always_inline void enf_runnable(struct task_struct *p, u64 enq_flags)
+{
+	struct enf_task *t;
+
+	if (!(enq_flags & SCX_ENQ_WAKEUP))
+		return;
+	t = enf_task_of(p);
+	if (!t || t->role != ENF_ROLE_WORKER || t->state != UMCG_TASK_BLOCKED)
+		return;
+	t->held = 1;
+	t->held_ns = bpf_ktime_get_ns();
+	enf_publish(t, UMCG_TASK_RUNNABLE, ENF_TS_WOKEN, 0);
+	enf_stat(UMCG_SCX_ENF_WAKE_HELD);
+	enf_poke_server(t->cpu, SCX_KICK_IDLE);
+}
+
+/* ops.enqueue: true if @p was inserted. */
+static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
+					u64 slice)
+{
+	struct enf_task *t = enf_task_of(p);
+
+	if (!t)
+		return false;
+	if (t->role == ENF_ROLE_SERVER) {
+		umcg_dsq_insert(p, UMCG_SCX_DSQ_SERVER(t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
+				slice, enq_flags);
+		/* A server that woke up from its own sleep has news of its own. */
+		if (enq_flags & SCX_ENQ_WAKEUP)
+			enf_poke_server(t->cpu, SCX_KICK_IDLE);
+		return true;
+	}
+	if (t->held) {
+		/* runnable() holds only BLOCKED workers it made RUNNABLE. */
+		if (t->state != UMCG_TASK_RUNNABLE)
+			scx_bpf_error("umcg: held worker %d in state %u",
+				      p->pid, t->state);
+		umcg_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
+				slice, enq_flags);
+		return true;
+	}
+	if (t->state == UMCG_TASK_RUNNING) {
+		u32 cpu = scx_bpf_task_cpu(p);
+
+		/* Nothing else wants its CPU: it keeps it (see g). */
+		if (enq_flags & SCX_ENQ_LAST) {
+			umcg_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+			return true;
+		}
+
+		if (cpu < UMCG_SCX_MAX_CPUS) {
+			umcg_dsq_insert(p, UMCG_SCX_DSQ_WORKER(cpu), slice,
+					enq_flags);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* ops.stopping */
+static __always_inline void enf_stopping(struct task_struct *p, bool runnable)
+{
+	struct enf_task *t;
+	u32 cpu;
+
+	if (runnable)
+		return;
+	t = enf_task_of(p);
+	if (!t || t->role != ENF_ROLE_WORKER || t->state != UMCG_TASK_RUNNING)
+		return;
+	cpu = bpf_get_smp_processor_id();
+	enf_publish(t, UMCG_TASK_BLOCKED, ENF_TS_BLOCKED, cpu);
+	enf_stat(UMCG_SCX_ENF_BLOCK);
+	/* This CPU's next dispatch runs its server: no kick needed. */
+	if (cpu < UMCG_SCX_MAX_CPUS) {
+		struct enf_cpu *c = enf_cpu_of(cpu);
+
+		if (c)
+			WRITE_ONCE(c->need_server, 1);
+	}
+}
+
+/* Release every worker held longer than UMCG_SCX_HOLD_MAX_NS.  dispatch only. */
+static __always_inline void enf_release_expired(void)
+{
+	int g;
+	u64 now = bpf_ktime_get_ns();
+	struct task_struct *p;
+
+	bpf_for(g, 0, UMCG_SCX_MAX_GROUPS) {
+		if (scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_GROUP(g)) <= 0)
+			continue;
+		bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_GROUP(g), 0) {
+			struct enf_task *t = enf_task_of(p);
+
+			if (!t || !t->held)
+				continue;
+			if (now - t->held_ns < UMCG_SCX_HOLD_MAX_NS)
+				break;	/* FIFO: the rest came later */
+			if (scx_bpf_dsq_move(ENF_ITER, p,
+					     SCX_DSQ_GLOBAL, 0)) {
+				t->held = 0;
+				enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+				enf_stat(UMCG_SCX_ENF_HOLD_EXPIRED);
+			}
+		}
+	}
+}
+
+/* ops.dispatch: true if it moved something to @cpu's local DSQ. */
+static __always_inline bool enf_dispatch(s32 cpu)
+{
+	struct enf_cpu *c;
+
+	if (enf_release_pending) {
+		enf_release_pending = 0;
+		enf_release_expired();
+	}
+	if (cpu < 0 || cpu >= UMCG_SCX_MAX_CPUS)
+		return false;
+	c = enf_cpu_of(cpu);
+	if (!c)
+		return false;
+	if (c->need_server) {
+		c->need_server = 0;
+		if (umcg_dsq_move_to_local(UMCG_SCX_DSQ_SERVER(cpu))) {
+			c->server_ns = bpf_ktime_get_ns();
+			enf_stat(UMCG_SCX_ENF_SERVER_RUN);
+			return true;
+		}
+		/* It runs, or sleeps: it will look when it is back. */
+		enf_stat(UMCG_SCX_ENF_SERVER_MISS);
+	}
+	return umcg_dsq_move_to_local(UMCG_SCX_DSQ_WORKER(cpu));
+}
+
+/* ops.exit_task */
+static __always_inline void enf_exit_task(struct task_struct *p)
+{
+	struct enf_task *t = enf_task_of(p);
+	struct enf_group *g;
+	struct enf_slot *s;
+	u32 idx;
+
+	if (!t)
+		return;
+	enf_publish(t, UMCG_TASK_DONE, ENF_TS_NONE, 0);
+	enf_stat(UMCG_SCX_ENF_EXIT);
+	t->role = 0;
+	idx = t->group;
+	g = bpf_map_lookup_elem(&groups, &idx);
+	/*
+	 * The last thread frees the group.  Known race, first slice: a
+	 * thread of the same process registering right now can find the
+	 * group before it is freed and keep using a group another process
+	 * may then claim.
+	 */
+	if (g && __sync_fetch_and_add(&g->nr, -1) == 1)
+		__sync_val_compare_and_swap(&g->tgid, p->tgid, 0);
+	idx = t->slot;
+	s = bpf_map_lookup_elem(&slots, &idx);
+	if (!s)
+		return;
+	/* Only this thread frees its slot, and it held it until now. */
+	if (s->tid != p->pid) {
+		scx_bpf_error("umcg: slot %u of %d owned by %u", idx, p->pid,
+			      s->tid);
+		return;
+	}
+	WRITE_ONCE(s->tid, 0);
+}
+
+static int enf_timer_fn(void *map, int *key, struct bpf_timer *timer)
+{
+	int cpu, g;
+	u64 now = bpf_ktime_get_ns();
+	u32 nr = scx_bpf_nr_cpu_ids();
+	struct task_struct *p;
+
+	bpf_for(cpu, 0, UMCG_SCX_MAX_CPUS) {
+		struct enf_cpu *c;
+
+		if (cpu >= nr)
+			break;
+		if (scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_SERVER(cpu)) <= 0)
+			continue;
+		c = enf_cpu_of(cpu);
+		if (!c || now - c->server_ns < UMCG_SCX_HEARTBEAT_NS)
+			continue;
+		enf_stat(UMCG_SCX_ENF_HEARTBEAT);
+		enf_poke_server(cpu, SCX_KICK_PREEMPT);
+	}
+	bpf_for(g, 0, UMCG_SCX_MAX_GROUPS) {
+		if (scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_GROUP(g)) <= 0)
+			continue;
+		bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_GROUP(g), 0) {
+			struct enf_task *t = enf_task_of(p);
+
+			if (t && t->held &&
+			    now - t->held_ns >= UMCG_SCX_HOLD_MAX_NS) {
+				enf_release_pending = 1;
+				scx_bpf_kick_cpu(scx_bpf_task_cpu(p),
+						 SCX_KICK_PREEMPT);
+			}
+			break;
+		}
+	}
+	if (!enf_stopped)
+		bpf_timer_start(timer, UMCG_SCX_TIMER_NS, 0);
+	return 0;
+}
+
+/* ops.init: the DSQs and the timer. */
+static __always_inline s32 enf_init(void)
+{
+	int i;
+	struct enf_timer *et;
+	u32 zero = 0;
+	s32 ret;
+
+	bpf_for(i, 0, UMCG_SCX_MAX_CPUS) {
+		ret = scx_bpf_create_dsq(UMCG_SCX_DSQ_SERVER(i), -1);
+		if (ret)
+			return ret;
+		ret = scx_bpf_create_dsq(UMCG_SCX_DSQ_WORKER(i), -1);
+		if (ret)
+			return ret;
+	}
+	bpf_for(i, 0, UMCG_SCX_MAX_GROUPS) {
+		ret = scx_bpf_create_dsq(UMCG_SCX_DSQ_GROUP(i), -1);
+		if (ret)
+			return ret;
+	}
+	et = bpf_map_lookup_elem(&enf_timer, &zero);
+	if (!et)
+		return -ENOENT;
+	ret = bpf_timer_init(&et->timer, &enf_timer, CLOCK_MONOTONIC);
+	if (ret)
+		return ret;
+	ret = bpf_timer_set_callback(&et->timer, enf_timer_fn);
+	if (ret)
+		return ret;
+	return bpf_timer_start(&et->timer, UMCG_SCX_TIMER_NS, 0);
+}
+
+/* ---- commands ---- */
+
+static __always_inline s32 enf_group_get(u32 tgid)
+{
+	int i;
+	struct enf_group *g;
+
+	bpf_for(i, 0, UMCG_SCX_MAX_GROUPS) {
+		g = bpf_map_lookup_elem(&groups, &i);
+		if (g && g->tgid == tgid) {
+			__sync_fetch_and_add(&g->nr, 1);
+			return i;
+		}
+	}
+	bpf_for(i, 0, UMCG_SCX_MAX_GROUPS) {
+		g = bpf_map_lookup_elem(&groups, &i);
+		if (g && __sync_val_compare_and_swap(&g->tgid, 0, tgid) == 0) {
+			__sync_fetch_and_add(&g->nr, 1);
+			return i;
+		}
+	}
+	return -ENOSPC;
+}
+
+static __always_inline s32 enf_slot_get(u32 tid)
+{
+	int i;
+	struct enf_slot *s;
+
+	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
+		s = bpf_map_lookup_elem(&slots, &i);
+		if (s && __sync_val_compare_and_swap(&s->tid, 0, tid) == 0)
+			return i;
+	}
+	return -ENOSPC;
+}
+
+/* The CPU of registered server @tid of process @tgid, or -ESRCH. */
+static __always_inline s32 enf_server_cpu(u32 tid, u32 tgid)
+{
+	int i;
+	struct enf_slot *s;
+
+	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
+		s = bpf_map_lookup_elem(&slots, &i);
+		if (s && s->tid == tid && s->tgid == tgid &&
+		    s->role == ENF_ROLE_SERVER)
+			return s->cpu;
+	}
+	return -ESRCH;
+}
+
+SEC("syscall")
+int umcg_register(struct umcg_scx_register_args *args)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id, tgid = id >> 32;
+	u32 flags = args->flags, cpu = args->cpu, server_tid = args->server_tid;
+	struct umcg_scx_shared *sh;
+	struct enf_task *t;
+	struct enf_slot *s;
+	s32 g, slot, scpu;
+	u32 role;
+
+	if (args->reserved0 || args->reserved[0] || args->reserved[1])
+		return -EINVAL;
+	if (flags == UMCG_REGISTER_WORKER) {
+		if (cpu)
+			return -EINVAL;
+		scpu = enf_server_cpu(server_tid, tgid);
+		if (scpu < 0)
+			return scpu;
+		cpu = scpu;
+		role = ENF_ROLE_WORKER;
+	} else if (flags == UMCG_REGISTER_SERVER) {
+		bool allowed;
+
+		if (server_tid || cpu >= UMCG_SCX_MAX_CPUS ||
+		    cpu >= scx_bpf_nr_cpu_ids())
+			return -EINVAL;
+		/* A sleepable program reads cpus_ptr under RCU. */
+		bpf_rcu_read_lock();
+		allowed = bpf_cpumask_test_cpu(cpu, cur->cpus_ptr);
+		bpf_rcu_read_unlock();
+		if (!allowed)
+			return -EINVAL;
+		role = ENF_ROLE_SERVER;
+	} else {
+		return -EINVAL;
+	}
+
+	t = bpf_task_storage_get(&enf_tasks, cur, 0,
+				 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return -ENOMEM;
+	if (t->role)
+		return -EBUSY;
+	g = enf_group_get(tgid);
+	if (g < 0)
+		return g;
+	slot = enf_slot_get(tid);
+	if (slot < 0) {
+		struct enf_group *gr = bpf_map_lookup_elem(&groups, &g);
+
+		if (gr && __sync_fetch_and_add(&gr->nr, -1) == 1)
+			__sync_val_compare_and_swap(&gr->tgid, tgid, 0);
+		return slot;
+	}
+	s = bpf_map_lookup_elem(&slots, &slot);
+	if (!s)
+		return -ENOSPC;
+	s->tgid = tgid;
+	s->role = role;
+	s->cpu = cpu;
+
+	sh = enf_shared();
+	if (sh) {
+		struct umcg_task *ut = &sh->task[slot & (UMCG_SCX_MAX_TASKS - 1)];
+
+		ut->server_tid = role == ENF_ROLE_WORKER ? server_tid : 0;
+		ut->next_tid = 0;
+		ut->cpu = cpu;
+		ut->blocked_ns = 0;
+		ut->woken_ns = 0;
+	}
+	t->group = g;
+	t->slot = slot;
+	t->cpu = cpu;
+	t->held = 0;
+	t->held_ns = 0;
+	t->state = UMCG_TASK_RUNNING;
+	/* Last: from here the hooks treat the caller as ours. */
+	WRITE_ONCE(t->role, role);
+	enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+	enf_stat(UMCG_SCX_ENF_REGISTER);
+
+	args->slot = slot;
+	args->group = g;
+	args->task_off = (u64)slot * sizeof(struct umcg_task);
+	args->events_off = __builtin_offsetof(struct umcg_scx_shared, events) +
+			   (u64)g * UMCG_SCX_EVENT_WORDS * sizeof(u64);
+	return 0;
+}
+
+SEC("syscall")
+int umcg_pick(struct umcg_scx_pick_args *args)
+{
+	int i;
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	u32 tid = args->tid, cpu = args->cpu;
+	struct task_struct *p;
+	int ret = -EAGAIN;
+	s32 gi = -1;
+
+	if (args->flags || args->pad || !tid || cpu >= scx_bpf_nr_cpu_ids())
+		return -EINVAL;
+	/* The caller's group: a tid of another process is -ESRCH. */
+	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
+		struct enf_slot *s = bpf_map_lookup_elem(&slots, &i);
+
+		if (s && s->tid == tid) {
+			if (s->tgid != tgid || s->role != ENF_ROLE_WORKER)
+				return -ESRCH;
+			gi = 0;
+			break;
+		}
+	}
+	if (gi < 0)
+		return -ESRCH;
+	bpf_for(i, 0, UMCG_SCX_MAX_GROUPS) {
+		struct enf_group *g = bpf_map_lookup_elem(&groups, &i);
+
+		if (g && g->tgid == tgid) {
+			gi = i;
+			break;
+		}
+	}
+
+	bpf_rcu_read_lock();
+	bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_GROUP(gi & (UMCG_SCX_MAX_GROUPS - 1)), 0) {
+		struct enf_task *t;
+
+		if (p->pid != tid)
+			continue;
+		t = enf_task_of(p);
+		if (!t || !t->held || p->tgid != tgid) {
+			ret = -EAGAIN;
+			break;
+		}
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+			ret = -EINVAL;
+			break;
+		}
+		if (scx_bpf_dsq_move(ENF_ITER, p,
+				     SCX_DSQ_LOCAL_ON | cpu, 0)) {
+			t->held = 0;
+			enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+			enf_stat(UMCG_SCX_ENF_PICK);
+			ret = 0;
+		}
+		break;
+	}
+	bpf_rcu_read_unlock();
+	if (!ret)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	return ret;
+}
+
+#endif /* UMCG_ENFORCE_BPF_H */

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * umcg_scx_enforce.h - the enforcing part of the umcg sched_ext scheduler
+ * (umcg_enforce.bpf.h) as its user space sees it: the layout of the shared
+ * area it publishes state words into, and the arguments of its commands,
+ * the SEC("syscall") programs a thread runs with BPF_PROG_TEST_RUN.
+ *
+ * Included on both sides, like umcg_scx.h: in BPF after vmlinux.h and
+ * uapi/umcg.h, in user space after <uapi/umcg.h>.  Internal to bpf/ and its
+ * tests until libumcg's scx backend settles the interface.
+ */
+#ifndef UMCG_SCX_ENFORCE_H
+#define UMCG_SCX_ENFORCE_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h>
+#endif
+
+/* Limits of one scheduler instance (all processes together). */
+#define UMCG_SCX_MAX_TASKS	256	/* registered threads, power of 2 */
+#define UMCG_SCX_MAX_GROUPS	16	/* registered processes, power of 2 */
+#define UMCG_SCX_MAX_CPUS	64	/* CPUs a server can manage, power of 2 */
+#define UMCG_SCX_EVENT_WORDS	(UMCG_SCX_MAX_TASKS / 64)
+
+/* User DSQs besides UMCG_SCX_DSQ_FIFO (umcg_scx.h), created in ops.init. */
+#define UMCG_SCX_DSQ_SERVER(cpu)	(0x100ULL + (cpu))  /* held servers of a CPU */
+#define UMCG_SCX_DSQ_WORKER(cpu)	(0x200ULL + (cpu))  /* a CPU's preempted worker */
+#define UMCG_SCX_DSQ_GROUP(g)		(0x300ULL + (g))    /* a group's held workers */
+
+/* A held server runs at least this often: well under the watchdog. */
+#define UMCG_SCX_HEARTBEAT_NS	(1000ULL * 1000 * 1000)
+/* A held worker is released (late C3) after this long. */
+#define UMCG_SCX_HOLD_MAX_NS	(2000ULL * 1000 * 1000)
+/* Period of the timer that checks the two above. */
+#define UMCG_SCX_TIMER_NS	(200ULL * 1000 * 1000)
+
+/**
+ * struct umcg_scx_shared - value (key 0) of the BPF_F_MMAPABLE ARRAY
+ * "shared", mapped read-only by processes
+ * @task:   one struct umcg_task per slot (uapi/umcg.h); the scheduler
+ *          writes @state, @server_tid, @cpu, @blocked_ns, @woken_ns, @seq
+ * @events: per group, one bit per slot, set (atomic OR, after the state
+ *          word and @seq) when the scheduler moves that slot's state
+ *
+ * Read-only for processes, so nothing a process does to it can reach the
+ * scheduler; the library learns its slot and group from register.  Events
+ * cannot be cleared by the library yet (the map is read-only): it compares
+ * @seq instead.
+ */
+struct umcg_scx_shared {
+	struct umcg_task	task[UMCG_SCX_MAX_TASKS];
+	__u64			events[UMCG_SCX_MAX_GROUPS][UMCG_SCX_EVENT_WORDS];
+};
+
+/**
+ * struct umcg_scx_register_args - context of the "umcg_register" program
+ * @flags:      r: exactly one of UMCG_REGISTER_WORKER, UMCG_REGISTER_SERVER
+ * @server_tid: r: worker: a registered server of the caller's process;
+ *              server: 0
+ * @cpu:        r: server: the CPU it serves (in its affinity); worker: 0
+ * @reserved0:  must be zero
+ * @reserved:   must be zero
+ * @slot:       w: the caller's slot: task[@slot] of struct umcg_scx_shared
+ * @group:      w: the caller's group: events[@group]
+ * @task_off:   w: offsetof the slot's struct umcg_task in the map value
+ * @events_off: w: offsetof the group's event bitmap in the map value
+ *
+ * The calling thread registers itself.  The return value (BPF_PROG_TEST_RUN
+ * retval) is 0 or -errno: -EINVAL unknown flags, non-zero reserved fields,
+ * a server with a server_tid, a worker with a cpu, a cpu out of range or
+ * outside the caller's affinity; -ESRCH server_tid is no registered server
+ * of the caller's process; -EBUSY the caller is registered; -ENOSPC no slot
+ * or group left; -ENOMEM no task storage.
+ */
+struct umcg_scx_register_args {
+	__u32	flags;
+	__u32	server_tid;
+	__u32	cpu;
+	__u32	reserved0;
+	__u64	reserved[2];
+	__u32	slot;
+	__u32	group;
+	__u64	task_off;
+	__u64	events_off;
+};
+
+/**
+ * struct umcg_scx_pick_args - context of the "umcg_pick" program
+ * @tid:   r: a worker of the caller's process, held RUNNABLE
+ * @cpu:   r: the CPU it is to run on (in its affinity)
+ * @flags: r: must be zero
+ * @pad:   must be zero
+ *
+ * Return value: 0, the worker is RUNNING on @cpu (moved to its local DSQ,
+ * the CPU kicked); -EINVAL bad fields or @cpu; -ESRCH @tid is no worker of
+ * the caller's process; -EAGAIN it is not held (not RUNNABLE, or between
+ * its wake-up and its enqueue: try again).
+ */
+struct umcg_scx_pick_args {
+	__u32	tid;
+	__u32	cpu;
+	__u32	flags;
+	__u32	pad;
+};
+
+/* Counters of the enforcer: PERCPU_ARRAY "enf_stats", key 0. */
+#define UMCG_SCX_ENF_REGISTER		0	/* a thread registered */
+#define UMCG_SCX_ENF_BLOCK		1	/* RUNNING -> BLOCKED published */
+#define UMCG_SCX_ENF_WAKE_HELD		2	/* BLOCKED -> RUNNABLE, held */
+#define UMCG_SCX_ENF_PICK		3	/* pick moved a held worker */
+#define UMCG_SCX_ENF_SERVER_RUN		4	/* dispatch ran a held server */
+#define UMCG_SCX_ENF_HEARTBEAT		5	/* timer asked for a server heartbeat */
+#define UMCG_SCX_ENF_HOLD_EXPIRED	6	/* a held worker released by time */
+#define UMCG_SCX_ENF_EXIT		7	/* a registered thread exited */
+#define UMCG_SCX_ENF_SERVER_MISS	8	/* need_server, but no server held */
+#define UMCG_SCX_NR_ENF_STATS		9
+
+struct umcg_scx_enf_stats {
+	__u64	cnt[UMCG_SCX_NR_ENF_STATS];
+};
+
+#endif /* UMCG_SCX_ENFORCE_H */

@@ -1,0 +1,672 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Description: the enforcer of the umcg sched_ext scheduler
+ * (bpf/umcg_enforce.bpf.h), first slice.  A server (pinned to one CPU) and
+ * a worker of this process register through the "umcg_register" syscall
+ * program; the worker blocks in read() and the scheduler publishes BLOCKED
+ * in the read-only shared map and runs the server; an unmanaged thread
+ * writes the pipe and the scheduler publishes RUNNABLE and holds the
+ * worker: it runs no user code for 300 ms; "umcg_pick" moves it to another
+ * CPU, where it then runs.  Registration and pick validate their fields,
+ * and refuse threads of another process.  A thread that never registers
+ * keeps its policy and runs.  Skips on kernels without sched_ext and when
+ * the scheduler cannot be loaded.
+ *
+ * Needs the machine's sched_ext to itself and at least 2 CPUs.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "kselftest_harness.h"
+#include "scx_loader.h"
+#include <uapi/umcg.h>
+#include "umcg_scx_enforce.h"
+
+#ifndef SCHED_EXT
+#define SCHED_EXT	7
+#endif
+
+/* Generous: TCG is slow. */
+#define WAIT_MS		10000
+/* How long a woken worker must stay held before the pick. */
+#define HOLD_CHECK_MS	300
+#define SERVER_CPU	1
+#define PICK_CPU	0
+
+static pid_t gettid_(void)
+{
+	return syscall(SYS_gettid);
+}
+
+static long long now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Run syscall program @fd on @ctx as the calling thread: its retval or -errno. */
+static int run_prog(int fd, void *ctx, size_t size)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = ctx, .ctx_size_in = size);
+
+	if (bpf_prog_test_run_opts(fd, &o))
+		return -errno;
+	return (int)o.retval;
+}
+
+static int pin_self(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
+}
+
+static int set_ext(bool on)
+{
+	struct sched_param sp = { 0 };
+
+	return sched_setscheduler(0, on ? SCHED_EXT : SCHED_OTHER, &sp) ?
+	       -errno : 0;
+}
+
+struct ctx {
+	int				reg_fd;
+	int				pick_fd;
+	const volatile struct umcg_scx_shared *sh;
+
+	/* server */
+	atomic_int			server_tid;
+	atomic_int			server_ret;
+	atomic_bool			server_stop;
+	atomic_ulong			server_runs;
+	atomic_llong			server_saw_blocked_ns;
+	atomic_int			worker_slot;	/* -1 until known */
+	atomic_bool			auto_pick;	/* pick the worker when it wakes */
+
+	/* worker */
+	int				pipe[2];
+	atomic_int			worker_tid;
+	atomic_int			worker_ret;
+	atomic_int			entering_read;
+	atomic_int			after_read;
+	atomic_uint			state_after;	/* its own state, after read() */
+	atomic_llong			ran_ns;		/* when read() returned */
+	atomic_int			cpu_after;
+	struct umcg_scx_register_args	worker_reg;
+};
+
+static void *server_fn(void *arg)
+{
+	struct ctx *c = arg;
+	struct umcg_scx_register_args a = {
+		.flags = UMCG_REGISTER_SERVER, .cpu = SERVER_CPU,
+	};
+	int ret;
+
+	ret = pin_self(SERVER_CPU);
+	if (!ret)
+		ret = set_ext(true);
+	if (!ret)
+		ret = run_prog(c->reg_fd, &a, sizeof(a));
+	atomic_store(&c->server_ret, ret);
+	atomic_store(&c->server_tid, gettid_());
+	if (ret)
+		return NULL;
+	/*
+	 * Runnable but held between runs: the scheduler runs this loop when
+	 * its CPU's worker blocks, on news, and on the heartbeat.
+	 */
+	while (!atomic_load(&c->server_stop)) {
+		int slot = atomic_load(&c->worker_slot);
+		__u32 st;
+
+		atomic_fetch_add(&c->server_runs, 1);
+		if (slot < 0)
+			goto yield;
+		st = c->sh->task[slot].state & UMCG_TASK_STATE_MASK;
+		if (st == UMCG_TASK_BLOCKED && atomic_load(&c->entering_read) &&
+		    !atomic_load(&c->server_saw_blocked_ns))
+			atomic_store(&c->server_saw_blocked_ns, now_ns());
+		/*
+		 * Any sleep of a registered worker holds it, not only the
+		 * read() under test (a page fault, a lock in
+		 * sched_setscheduler()): a server picks it back, as
+		 * libumcg's would, unless the test holds it on purpose.
+		 */
+		if (st == UMCG_TASK_RUNNABLE && atomic_load(&c->auto_pick)) {
+			struct umcg_scx_pick_args pk = {
+				.tid = atomic_load(&c->worker_tid),
+				.cpu = SERVER_CPU,
+			};
+
+			run_prog(c->pick_fd, &pk, sizeof(pk));
+		}
+yield:
+		sched_yield();
+	}
+	set_ext(false);
+	return NULL;
+}
+
+static void *worker_fn(void *arg)
+{
+	struct ctx *c = arg;
+	char b;
+	int ret;
+
+	c->worker_reg.flags = UMCG_REGISTER_WORKER;
+	c->worker_reg.server_tid = atomic_load(&c->server_tid);
+	ret = pin_self(SERVER_CPU);
+	if (!ret)
+		ret = set_ext(true);
+	if (!ret)
+		ret = run_prog(c->reg_fd, &c->worker_reg, sizeof(c->worker_reg));
+	atomic_store(&c->worker_tid, gettid_());
+	atomic_store(&c->worker_ret, ret ? ret : 1);
+	if (ret)
+		return NULL;
+	/* Blocks: BLOCKED, the server runs.  Woken: held until picked. */
+	atomic_store(&c->worker_slot, c->worker_reg.slot);
+	atomic_store(&c->entering_read, 1);
+	if (read(c->pipe[0], &b, 1) != 1)
+		atomic_store(&c->worker_ret, -EIO);
+	atomic_store(&c->ran_ns, now_ns());
+	atomic_store(&c->state_after, c->sh->task[c->worker_reg.slot &
+				      (UMCG_SCX_MAX_TASKS - 1)].state);
+	atomic_store(&c->after_read, 1);
+	atomic_store(&c->cpu_after, sched_getcpu());
+	/* Leave sched_ext, so that exiting needs no pick. */
+	set_ext(false);
+	return NULL;
+}
+
+static __u32 slot_state(const struct ctx *c, int slot)
+{
+	return c->sh->task[slot].state & UMCG_TASK_STATE_MASK;
+}
+
+/* True once slot @slot's published state is @want, false after WAIT_MS. */
+static bool state_becomes(const struct ctx *c, int slot, __u32 want)
+{
+	long long t0 = now_ns();
+
+	while (slot_state(c, slot) != want) {
+		if (now_ns() - t0 > WAIT_MS * 1000000LL)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/* The enforcer's counters, summed over the CPUs. */
+static void enf_stats(struct umcg_scx *s, struct umcg_scx_enf_stats *sum)
+{
+	int nr = libbpf_num_possible_cpus();
+	struct umcg_scx_enf_stats per[nr > 0 ? nr : 1];
+	__u32 zero = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	if (nr <= 0 || bpf_map_lookup_elem(umcg_scx_obj_fd(s, "enf_stats"),
+					   &zero, per))
+		return;
+	for (int c = 0; c < nr; c++)
+		for (int i = 0; i < UMCG_SCX_NR_ENF_STATS; i++)
+			sum->cnt[i] += per[c].cnt[i];
+}
+
+static void log_enf_stats(struct __test_metadata *_metadata,
+			  struct umcg_scx *s, const char *when)
+{
+	static const char *const names[UMCG_SCX_NR_ENF_STATS] = {
+		"register", "block", "wake_held", "pick", "server_run",
+		"heartbeat", "hold_expired", "exit", "server_miss",
+	};
+	struct umcg_scx_enf_stats st;
+	char buf[512];
+	int n = 0;
+
+	enf_stats(s, &st);
+	for (int i = 0; i < UMCG_SCX_NR_ENF_STATS; i++)
+		n += snprintf(buf + n, sizeof(buf) - n, " %s=%llu", names[i],
+			      (unsigned long long)st.cnt[i]);
+	TH_LOG("%s:%s", when, buf);
+}
+
+FIXTURE(enf) {
+	struct umcg_scx *s;
+	struct ctx c;
+	size_t map_len;
+};
+
+FIXTURE_SETUP(enf)
+{
+	struct umcg_scx_opts opts = { .timeout_ms = UMCG_SCX_TIMEOUT_MS_DFL };
+	char ops[64] = "";
+	int ret, shared_fd;
+	void *m;
+
+	self->s = NULL;
+	self->c.sh = NULL;
+	ret = umcg_scx_probe();
+	if (ret == -ENOENT)
+		SKIP(return, "no sched_ext in this kernel (/sys/kernel/sched_ext is missing)");
+	if (ret == -EPERM)
+		SKIP(return, "loading a sched_ext scheduler needs root");
+	umcg_scx_sysfs_read("root/ops", ops, sizeof(ops));
+	ASSERT_EQ(0, ret) TH_LOG("sched_ext is not free (\"%s\" loaded?): %s",
+				 ops, strerror(-ret));
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "needs 2 CPUs");
+	ret = umcg_scx_open(&self->s, &opts);
+	if (ret)
+		SKIP(return, "the scheduler cannot be loaded: %s", strerror(-ret));
+	ret = umcg_scx_attach(self->s);
+	if (ret)
+		SKIP(return, "the scheduler cannot be attached: %s", strerror(-ret));
+
+	self->c.reg_fd = umcg_scx_obj_fd(self->s, "umcg_register");
+	self->c.pick_fd = umcg_scx_obj_fd(self->s, "umcg_pick");
+	shared_fd = umcg_scx_obj_fd(self->s, "shared");
+	ASSERT_LE(0, self->c.reg_fd);
+	ASSERT_LE(0, self->c.pick_fd);
+	ASSERT_LE(0, shared_fd);
+	self->map_len = (sizeof(struct umcg_scx_shared) + getpagesize() - 1) /
+			getpagesize() * getpagesize();
+	/* Read-only: processes never write the shared area. */
+	m = mmap(NULL, self->map_len, PROT_READ, MAP_SHARED, shared_fd, 0);
+	ASSERT_NE(MAP_FAILED, m) TH_LOG("mmap shared: %m");
+	self->c.sh = m;
+	atomic_store(&self->c.worker_slot, -1);
+	atomic_store(&self->c.auto_pick, true);
+}
+
+FIXTURE_TEARDOWN(enf)
+{
+	struct umcg_scx_exit_info ei;
+
+	if (self->s) {
+		umcg_scx_exit_info(self->s, &ei);
+		if (ei.kind != UMCG_SCX_EXIT_NONE)
+			TH_LOG("scheduler exited: %s (%d): %s: %s",
+			       umcg_scx_exit_kind_name(ei.kind), ei.kind,
+			       ei.reason, ei.msg);
+	}
+	if (self->c.sh)
+		munmap((void *)self->c.sh, self->map_len);
+	umcg_scx_close(self->s);
+}
+
+TEST_F_TIMEOUT(enf, block_publish_hold_pick, 90)
+{
+	struct ctx *c = &self->c;
+	struct umcg_scx_pick_args pk = { 0 };
+	pthread_t server, worker;
+	const volatile struct umcg_task *ut;
+	long long t0, blocked_ns, woken_ns;
+	unsigned long runs_before;
+	cpu_set_t set;
+	__u64 seq;
+	int ret, slot;
+
+	ASSERT_EQ(0, pipe(c->pipe));
+	ASSERT_EQ(0, pthread_create(&server, NULL, server_fn, c));
+	while (!atomic_load(&c->server_tid))
+		usleep(1000);
+	ASSERT_EQ(0, atomic_load(&c->server_ret));
+
+	ASSERT_EQ(0, pthread_create(&worker, NULL, worker_fn, c));
+	while (!atomic_load(&c->worker_ret))
+		usleep(1000);
+	ASSERT_EQ(1, atomic_load(&c->worker_ret));
+	log_enf_stats(_metadata, self->s, "registered");
+	slot = c->worker_reg.slot;
+	ASSERT_LT(slot, UMCG_SCX_MAX_TASKS);
+	ASSERT_EQ(slot * sizeof(struct umcg_task), c->worker_reg.task_off);
+	ut = &c->sh->task[slot];
+	ASSERT_EQ(atomic_load(&c->server_tid), ut->server_tid);
+
+	/* 1. read() blocks: BLOCKED published, and the server runs. */
+	while (!atomic_load(&c->entering_read))
+		usleep(1000);
+	ASSERT_TRUE(state_becomes(c, slot, UMCG_TASK_BLOCKED))
+		TH_LOG("state %u", slot_state(c, slot));
+	atomic_store(&c->auto_pick, false);
+	blocked_ns = ut->blocked_ns;
+	ASSERT_NE(0, blocked_ns);
+	ASSERT_EQ(SERVER_CPU, ut->cpu);
+	ASSERT_NE(0, c->sh->events[c->worker_reg.group][slot / 64] &
+		     (1ULL << (slot % 64)));
+	t0 = now_ns();
+	while (!atomic_load(&c->server_saw_blocked_ns) &&
+	       now_ns() - t0 < WAIT_MS * 1000000LL)
+		usleep(1000);
+	ASSERT_NE(0, atomic_load(&c->server_saw_blocked_ns));
+	TH_LOG("server saw BLOCKED %lld us after the block",
+	       (atomic_load(&c->server_saw_blocked_ns) - blocked_ns) / 1000);
+	log_enf_stats(_metadata, self->s, "after the block");
+	/* The block itself ran the server, not its next heartbeat. */
+	ASSERT_GT((long long)UMCG_SCX_HEARTBEAT_NS / 2,
+		  atomic_load(&c->server_saw_blocked_ns) - blocked_ns);
+
+	/* The pick will put the worker on the other CPU. */
+	CPU_ZERO(&set);
+	CPU_SET(PICK_CPU, &set);
+	CPU_SET(SERVER_CPU, &set);
+	ASSERT_EQ(0, sched_setaffinity(atomic_load(&c->worker_tid),
+				       sizeof(set), &set));
+
+	/* 2. An unmanaged thread wakes it: RUNNABLE published, held. */
+	seq = ut->seq;
+	runs_before = atomic_load(&c->server_runs);
+	ASSERT_EQ(1, write(c->pipe[1], "x", 1));
+	ASSERT_TRUE(state_becomes(c, slot, UMCG_TASK_RUNNABLE))
+		TH_LOG("state %u", slot_state(c, slot));
+	woken_ns = ut->woken_ns;
+	ASSERT_LE(blocked_ns, woken_ns);
+	ASSERT_LT(seq, ut->seq);
+	usleep(HOLD_CHECK_MS * 1000);
+	ASSERT_EQ(0, atomic_load(&c->after_read))
+		TH_LOG("the woken worker ran user code before it was picked");
+	ASSERT_EQ(UMCG_TASK_RUNNABLE, slot_state(c, slot));
+	TH_LOG("held %d ms; the server ran %lu times meanwhile", HOLD_CHECK_MS,
+	       atomic_load(&c->server_runs) - runs_before);
+	/*
+	 * Held too: the server ran for the news of the wake-up and perhaps a
+	 * heartbeat, each one pass of its loop, not all the time.
+	 */
+	ASSERT_GT(20, atomic_load(&c->server_runs) - runs_before);
+
+	/* 3. pick: RUNNING published, and it runs on the picked CPU. */
+	pk.tid = atomic_load(&c->worker_tid);
+	pk.cpu = PICK_CPU;
+	t0 = now_ns();
+	while ((ret = run_prog(c->pick_fd, &pk, sizeof(pk))) == -EAGAIN &&
+	       now_ns() - t0 < WAIT_MS * 1000000LL)
+		usleep(1000);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(UMCG_TASK_RUNNING, slot_state(c, slot));
+	t0 = now_ns();
+	while (!atomic_load(&c->after_read) &&
+	       now_ns() - t0 < WAIT_MS * 1000000LL)
+		usleep(1000);
+	ASSERT_EQ(1, atomic_load(&c->after_read));
+	TH_LOG("picked worker ran %lld us after the pick", (now_ns() - t0) / 1000);
+	ASSERT_EQ(UMCG_TASK_RUNNING, atomic_load(&c->state_after) &
+				     UMCG_TASK_STATE_MASK);
+	ASSERT_EQ(PICK_CPU, atomic_load(&c->cpu_after));
+	atomic_store(&c->auto_pick, true);
+	ASSERT_EQ(0, pthread_join(worker, NULL));
+	/*
+	 * A second pick: the worker is not held.  -EAGAIN until its slot is
+	 * reclaimed (ops.exit_task runs when the task is freed, after the
+	 * join), -ESRCH after.
+	 */
+	ret = run_prog(c->pick_fd, &pk, sizeof(pk));
+	ASSERT_TRUE(ret == -EAGAIN || ret == -ESRCH) TH_LOG("pick: %d", ret);
+
+	atomic_store(&c->server_stop, true);
+	ASSERT_EQ(0, pthread_join(server, NULL));
+	log_enf_stats(_metadata, self->s, "end");
+	ASSERT_FALSE(umcg_scx_exited(self->s));
+}
+
+TEST_F_TIMEOUT(enf, unpicked_worker_is_released, 90)
+{
+	struct ctx *c = &self->c;
+	pthread_t server, worker;
+	const volatile struct umcg_task *ut;
+	unsigned long runs_before;
+	long long t0, held_ms, woken_ns;
+	int slot;
+
+	ASSERT_EQ(0, pipe(c->pipe));
+	ASSERT_EQ(0, pthread_create(&server, NULL, server_fn, c));
+	while (!atomic_load(&c->server_tid))
+		usleep(1000);
+	ASSERT_EQ(0, atomic_load(&c->server_ret));
+	ASSERT_EQ(0, pthread_create(&worker, NULL, worker_fn, c));
+	while (!atomic_load(&c->worker_ret))
+		usleep(1000);
+	ASSERT_EQ(1, atomic_load(&c->worker_ret));
+	slot = c->worker_reg.slot;
+	ASSERT_LT(slot, UMCG_SCX_MAX_TASKS);
+	ut = &c->sh->task[slot];
+	while (!atomic_load(&c->entering_read))
+		usleep(1000);
+	ASSERT_TRUE(state_becomes(c, slot, UMCG_TASK_BLOCKED));
+	atomic_store(&c->auto_pick, false);
+
+	/* Blocked for 2.5 heartbeats: the held server still runs. */
+	runs_before = atomic_load(&c->server_runs);
+	usleep(UMCG_SCX_HEARTBEAT_NS * 5 / 2 / 1000);
+	TH_LOG("server runs in %llu ms with nothing to do: %lu",
+	       UMCG_SCX_HEARTBEAT_NS * 5 / 2 / 1000000,
+	       atomic_load(&c->server_runs) - runs_before);
+	ASSERT_LE(1, atomic_load(&c->server_runs) - runs_before);
+
+	/* Woken and never picked: released after UMCG_SCX_HOLD_MAX_NS. */
+	ASSERT_EQ(1, write(c->pipe[1], "x", 1));
+	ASSERT_TRUE(state_becomes(c, slot, UMCG_TASK_RUNNABLE));
+	woken_ns = ut->woken_ns;
+	t0 = now_ns();
+	while (!atomic_load(&c->after_read) &&
+	       now_ns() - t0 < WAIT_MS * 1000000LL)
+		usleep(1000);
+	ASSERT_EQ(1, atomic_load(&c->after_read));
+	held_ms = (atomic_load(&c->ran_ns) - woken_ns) / 1000000;
+	TH_LOG("released after %lld ms", held_ms);
+	ASSERT_LE(UMCG_SCX_HOLD_MAX_NS / 1000000, held_ms);
+	/* Before the watchdog (UMCG_SCX_TIMEOUT_MS_DFL) could fire. */
+	ASSERT_GT(UMCG_SCX_TIMEOUT_MS_DFL, held_ms);
+	ASSERT_EQ(UMCG_TASK_RUNNING, atomic_load(&c->state_after) &
+				     UMCG_TASK_STATE_MASK);
+	atomic_store(&c->auto_pick, true);
+	ASSERT_EQ(0, pthread_join(worker, NULL));
+	atomic_store(&c->server_stop, true);
+	ASSERT_EQ(0, pthread_join(server, NULL));
+	ASSERT_FALSE(umcg_scx_exited(self->s));
+}
+
+/*
+ * The shared area is read-only for processes: frozen at load, it maps
+ * read-only and cannot be updated, even by nobody through a 0666 pin.
+ */
+TEST_F_TIMEOUT(enf, shared_map_is_read_only, 60)
+{
+	const char *path = "/sys/fs/bpf/umcg_scx_enforce_test";
+	LIBBPF_OPTS(bpf_obj_get_opts, ro, .file_flags = BPF_F_RDONLY);
+	int fd, status;
+	pid_t child;
+
+	/* As "umcgctl load" does: others may search the bpffs root. */
+	ASSERT_EQ(0, umcg_scx_bpffs_prepare(path, NULL));
+	unlink(path);
+	ASSERT_EQ(0, bpf_obj_pin(umcg_scx_obj_fd(self->s, "shared"), path))
+		TH_LOG("pin: %m");
+	/* As scx_pin.c pins it: frozen, so 0666 is harmless. */
+	ASSERT_EQ(0, chmod(path, 0666));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		void *m;
+
+		/* nobody */
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(10);
+		struct umcg_scx_shared *junk;
+		__u32 zero = 0;
+
+		/* Read-only descriptors cannot be mapped at all (scx_pin.h). */
+		fd = bpf_obj_get_opts(path, &ro);
+		if (fd < 0)
+			_exit(errno == EACCES || errno == EPERM ? 11 : 12);
+		m = mmap(NULL, getpagesize(), PROT_READ, MAP_SHARED, fd, 0);
+		if (m != MAP_FAILED)
+			_exit(16);
+		close(fd);
+		/* A read-write one: frozen, it maps only read-only. */
+		fd = bpf_obj_get(path);
+		if (fd < 0)
+			_exit(errno == EACCES || errno == EPERM ? 11 : 12);
+		m = mmap(NULL, getpagesize(), PROT_READ | PROT_WRITE,
+			 MAP_SHARED, fd, 0);
+		if (m != MAP_FAILED)
+			_exit(13);
+		m = mmap(NULL, getpagesize(), PROT_READ, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			_exit(100 + errno);
+		if (!mprotect(m, getpagesize(), PROT_READ | PROT_WRITE))
+			_exit(15);
+		/* Nor can it be updated through the syscall. */
+		junk = calloc(1, sizeof(*junk));
+		if (!junk || !bpf_map_update_elem(fd, &zero, junk, BPF_ANY))
+			_exit(17);
+		_exit(0);
+	}
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	unlink(path);
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 11 || WEXITSTATUS(status) == 10)
+		SKIP(return, "nobody cannot open the pin here (%d)",
+		     WEXITSTATUS(status));
+	ASSERT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("13: writable mapping; 100 + errno: no read-only "
+		       "mapping; 15: mprotect to writable; 16: read-only fd "
+		       "mapped; 17: update went through");
+}
+
+struct reg_req {
+	int				fd;
+	struct umcg_scx_register_args	a;
+	int				ret;
+};
+
+static void *register_fn(void *arg)
+{
+	struct reg_req *r = arg;
+
+	r->ret = run_prog(r->fd, &r->a, sizeof(r->a));
+	return NULL;
+}
+
+/* Register a new thread with @a; its return value. */
+static int register_thread(int fd, const struct umcg_scx_register_args *a)
+{
+	struct reg_req r = { .fd = fd, .a = *a };
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, register_fn, &r))
+		return -EAGAIN;
+	pthread_join(t, NULL);
+	return r.ret;
+}
+
+TEST_F_TIMEOUT(enf, commands_validate, 60)
+{
+	struct ctx *c = &self->c;
+	struct umcg_scx_register_args a;
+	struct umcg_scx_pick_args pk;
+	int tp[2], gp[2], status;
+	pid_t child, child_tid;
+	char b = 0;
+
+#define REG(...)	({ a = (struct umcg_scx_register_args){ __VA_ARGS__ }; \
+			   register_thread(c->reg_fd, &a); })
+	EXPECT_EQ(-EINVAL, REG(.flags = 0));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_WORKER | UMCG_REGISTER_SERVER));
+	EXPECT_EQ(-EINVAL, REG(.flags = 1U << 7));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 0, .reserved0 = 1));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 0, .reserved = { 0, 1 }));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 0, .server_tid = 1));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 4096));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_WORKER, .cpu = 1));
+	EXPECT_EQ(-ESRCH, REG(.flags = UMCG_REGISTER_WORKER, .server_tid = getpid()));
+
+	/* A server of another process is no server for us. */
+	ASSERT_EQ(0, pipe(tp));
+	ASSERT_EQ(0, pipe(gp));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		struct umcg_scx_register_args s = {
+			.flags = UMCG_REGISTER_SERVER, .cpu = 0,
+		};
+		int ret = run_prog(c->reg_fd, &s, sizeof(s));
+		pid_t tid = ret ? -ret : gettid_();
+
+		write(tp[1], &tid, sizeof(tid));
+		read(gp[0], &b, 1);
+		_exit(0);
+	}
+	ASSERT_EQ(sizeof(child_tid), read(tp[0], &child_tid, sizeof(child_tid)));
+	ASSERT_EQ(child, child_tid) TH_LOG("child's register failed: %d", child_tid);
+	EXPECT_EQ(-ESRCH, REG(.flags = UMCG_REGISTER_WORKER, .server_tid = child_tid));
+	pk = (struct umcg_scx_pick_args){ .tid = child_tid, .cpu = 0 };
+	EXPECT_EQ(-ESRCH, run_prog(c->pick_fd, &pk, sizeof(pk)));
+	pk = (struct umcg_scx_pick_args){ .tid = getpid(), .cpu = 0, .flags = 1 };
+	EXPECT_EQ(-EINVAL, run_prog(c->pick_fd, &pk, sizeof(pk)));
+	pk = (struct umcg_scx_pick_args){ .tid = getpid(), .cpu = 4096 };
+	EXPECT_EQ(-EINVAL, run_prog(c->pick_fd, &pk, sizeof(pk)));
+	pk = (struct umcg_scx_pick_args){ .tid = getpid(), .cpu = 0 };
+	EXPECT_EQ(-ESRCH, run_prog(c->pick_fd, &pk, sizeof(pk)));
+	ASSERT_EQ(1, write(gp[1], "x", 1));
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+
+	/* Our own server, then a second registration of the same thread. */
+	EXPECT_EQ(0, run_prog(c->reg_fd, &(struct umcg_scx_register_args){
+		.flags = UMCG_REGISTER_SERVER, .cpu = 0 },
+		sizeof(struct umcg_scx_register_args)));
+	EXPECT_EQ(-EBUSY, run_prog(c->reg_fd, &(struct umcg_scx_register_args){
+		.flags = UMCG_REGISTER_SERVER, .cpu = 0 },
+		sizeof(struct umcg_scx_register_args)));
+	EXPECT_EQ(0, REG(.flags = UMCG_REGISTER_WORKER, .server_tid = gettid_()));
+	EXPECT_FALSE(umcg_scx_exited(self->s));
+#undef REG
+}
+
+static void *spin_fn(void *arg)
+{
+	atomic_ulong *n = arg;
+	long long t0 = now_ns();
+
+	while (now_ns() - t0 < 200 * 1000000LL)
+		atomic_fetch_add(n, 1);
+	return NULL;
+}
+
+TEST_F_TIMEOUT(enf, unregistered_keeps_its_scheduling, 60)
+{
+	atomic_ulong n = 0;
+	pthread_t t;
+
+	ASSERT_EQ(SCHED_OTHER, sched_getscheduler(0));
+	ASSERT_EQ(0, pthread_create(&t, NULL, spin_fn, &n));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_LT(0, atomic_load(&n));
+	ASSERT_EQ(SCHED_OTHER, sched_getscheduler(0));
+	for (int i = 0; i < UMCG_SCX_MAX_TASKS; i++)
+		ASSERT_NE((__u32)getpid(), self->c.sh->task[i].server_tid);
+	ASSERT_FALSE(umcg_scx_exited(self->s));
+}
+
+TEST_HARNESS_MAIN
