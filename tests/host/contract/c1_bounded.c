@@ -15,6 +15,7 @@
 #define C1_WORKERS	6
 #define C1_ROUNDS	8
 #define C1_SLICE_NS	(1 * CT_MS)
+#define C1_SPREAD_MS	2000
 
 struct c1_run {
 	unsigned int nr_cores;
@@ -30,11 +31,25 @@ struct c1_run {
 	_Atomic int yield_err;
 };
 
+/*
+ * C1_ROUNDS slices each; then, while some core has run nothing yet (its
+ * server may be slow to get a CPU on a loaded machine), more slices, for
+ * at most C1_SPREAD_MS: "every core gets work" must not depend on timing.
+ */
+static bool c1_more(struct c1_run *r, int i, uint64_t deadline)
+{
+	if (i < C1_ROUNDS)
+		return true;
+	return atomic_load(&r->cores_used) != (1U << r->nr_cores) - 1 &&
+	       ct_now_ns() < deadline;
+}
+
 static void *c1_worker(void *arg)
 {
 	struct c1_run *r = arg;
+	uint64_t deadline = ct_now_ns() + C1_SPREAD_MS * CT_MS;
 
-	for (int i = 0; i < C1_ROUNDS; i++) {
+	for (int i = 0; c1_more(r, i, deadline); i++) {
 		int core = umcg_thread_core(umcg_self());
 		int ret;
 
@@ -117,7 +132,7 @@ TEST_F(c1, never_more_than_nr_cores)
 		ASSERT_EQ(0, ct_join(t[i], NULL, 5000));
 	}
 
-	EXPECT_EQ(C1_WORKERS * C1_ROUNDS, atomic_load(&r->slices));
+	EXPECT_LE(C1_WORKERS * C1_ROUNDS, atomic_load(&r->slices));
 	EXPECT_EQ(0, atomic_load(&r->yield_err));
 	EXPECT_EQ(0, atomic_load(&r->bad_core));
 	EXPECT_EQ(0, atomic_load(&r->moved));
@@ -206,7 +221,7 @@ TEST_F(c1, spawned_by_a_worker)
 	ASSERT_EQ(0, umcg_spawn(&s, &a, c1_spawner_main, &sp));
 	ASSERT_EQ(0, ct_join(s, NULL, 5000));
 	ASSERT_EQ(0, sp.ret);
-	EXPECT_EQ(C1_WORKERS * C1_ROUNDS, atomic_load(&r->slices));
+	EXPECT_LE(C1_WORKERS * C1_ROUNDS, atomic_load(&r->slices));
 	EXPECT_EQ(0, atomic_load(&r->yield_err));
 	EXPECT_EQ(0, atomic_load(&r->bad_core));
 	EXPECT_EQ(0, atomic_load(&r->moved));
