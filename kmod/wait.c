@@ -97,18 +97,31 @@ static int umcg_sleep(struct umcg_group *grp, struct umcg_slot *self,
 }
 
 /*
+ * May the caller act on thread @tid of @grp?  0 if it may look it up;
+ * -EPERM (the group belongs to another process); -ESRCH (no such tid can
+ * be registered in it).
+ */
+static int umcg_target_check(struct umcg_group *grp, u32 tid)
+{
+	if (!umcg_group_owned(grp))
+		return READ_ONCE(grp->mm) ? -EPERM : -ESRCH;
+	if (!tid || tid > INT_MAX)
+		return -ESRCH;
+	return 0;
+}
+
+/*
  * Wake the thread of @grp whose tid is @tid with @wake_flags.
  * Return: 0; -EPERM; -ESRCH (no live registered thread of the group).
  */
 static int umcg_wake(struct umcg_group *grp, u32 tid, int wake_flags)
 {
 	struct umcg_slot *slot;
-	int ret = -ESRCH;
+	int ret = umcg_target_check(grp, tid);
 
-	if (!umcg_group_owned(grp))
-		return READ_ONCE(grp->mm) ? -EPERM : -ESRCH;
-	if (!tid || tid > INT_MAX)
-		return -ESRCH;
+	if (ret)
+		return ret;
+	ret = -ESRCH;
 	rcu_read_lock();
 	slot = umcg_slot_of_tid(grp, tid);
 	if (slot) {
@@ -177,12 +190,11 @@ int umcg_task_switch(struct umcg_group *grp, u32 next_tid, u32 flags,
 int umcg_task_preempt(struct umcg_group *grp, u32 tid)
 {
 	struct umcg_slot *slot;
-	int ret = -ESRCH;
+	int ret = umcg_target_check(grp, tid);
 
-	if (!umcg_group_owned(grp))
-		return READ_ONCE(grp->mm) ? -EPERM : -ESRCH;
-	if (!tid || tid > INT_MAX)
-		return -ESRCH;
+	if (ret)
+		return ret;
+	ret = -ESRCH;
 	rcu_read_lock();
 	slot = umcg_slot_of_tid(grp, tid);
 	if (slot && READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER) {
