@@ -85,6 +85,22 @@ long bench_parse_long(const char *opt, const char *arg, long min, long max)
 	return v;
 }
 
+int bench_parse_list(const char *opt, char *list, long *out, int nr, long min,
+		     long max)
+{
+	char *save, *tok;
+	int n = 0;
+
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == nr)
+			bench_usage_error("%s: at most %d values", opt, nr);
+		out[n++] = bench_parse_long(opt, tok, min, max);
+	}
+	if (!n)
+		bench_usage_error("%s: empty list", opt);
+	return n;
+}
+
 int bench_opt(struct bench_opts *o, int c, const char *arg)
 {
 	switch (c) {

@@ -62,6 +62,13 @@ void bench_opts_init(struct bench_opts *o, const char *prog, char **argv);
 int bench_opt(struct bench_opts *o, int c, const char *arg);
 /* Parses a positive integer option value or exits with a message. */
 long bench_parse_long(const char *opt, const char *arg, long min, long max);
+/*
+ * Parses @list, comma-separated numbers from @min to @max, into @out (at
+ * most @nr of them); returns how many.  Exits with a message on a bad or
+ * empty list or one longer than @nr.  @list is cut up.
+ */
+int bench_parse_list(const char *opt, char *list, long *out, int nr, long min,
+		     long max);
 /* Exits 2 with "PROG: error: ..." (a bad flag or value). */
 void bench_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* Exits 1 with "PROG: error: ..." (the benchmark itself failed). */

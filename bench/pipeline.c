@@ -254,7 +254,8 @@ int main(int argc, char **argv)
 	};
 	const char *names[BENCH_MAX_BACKENDS];
 	char why[BENCH_MAX_BACKENDS][200];
-	char list[256] = "2,4,8,16,32,64", *save, *tok;
+	char list[256] = "2,4,8,16,32,64";
+	long kl[64];
 	int ks[64], nk = 0, c, nb;
 	bool do_switch = true, do_unpark = true;
 
@@ -285,10 +286,9 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		bench_usage_error("unexpected argument '%s'", argv[optind]);
-	for (tok = strtok_r(list, ",", &save); tok && nk < 64; tok = strtok_r(NULL, ",", &save))
-		ks[nk++] = bench_parse_long("--threads", tok, 2, MAX_K);
-	if (!nk)
-		bench_usage_error("--threads: empty list");
+	nk = bench_parse_list("--threads", list, kl, 64, 2, MAX_K);
+	for (int j = 0; j < nk; j++)
+		ks[j] = (int)kl[j];
 
 	nb = bench_backends(&opts, names, why);
 	for (int j = 0; j < nk; j++) {

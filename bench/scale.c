@@ -267,7 +267,7 @@ int main(int argc, char **argv)
 	};
 	const char *names[BENCH_MAX_BACKENDS];
 	char why[BENCH_MAX_BACKENDS][200];
-	char list[256] = "1000,10000,30000,100000", *save, *tok;
+	char list[256] = "1000,10000,30000,100000";
 	long ladder[32];
 	int nl = 0, c, nb;
 
@@ -295,10 +295,7 @@ int main(int argc, char **argv)
 		bench_usage_error("unexpected argument '%s'", argv[optind]);
 	if (opts.smoke)
 		snprintf(list, sizeof(list), "100,1000");
-	for (tok = strtok_r(list, ",", &save); tok && nl < 32; tok = strtok_r(NULL, ",", &save))
-		ladder[nl++] = bench_parse_long("--ladder", tok, 1, 10000000);
-	if (!nl)
-		bench_usage_error("--ladder: empty list");
+	nl = bench_parse_list("--ladder", list, ladder, 32, 1, 10000000);
 
 	nb = bench_backends(&opts, names, why);
 	if (!opts.no_pthread)

@@ -182,11 +182,11 @@ int main(int argc, char **argv)
 	};
 	const char *names[BENCH_MAX_BACKENDS];
 	char why[BENCH_MAX_BACKENDS][200];
-	char list[256] = "100,1000", *save, *tok, self[PATH_MAX];
+	char list[256] = "100,1000", self[PATH_MAX];
 	char threads[PATH_MAX + 32], epoll[PATH_MAX + 32], go[PATH_MAX + 32];
 	char java[PATH_MAX + 32], java_cls[PATH_MAX + 64];
 	bool peers = true;
-	long nofile;
+	long nofile, cl[16];
 	int c, nb;
 	ssize_t n;
 
@@ -216,10 +216,9 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		bench_usage_error("unexpected argument '%s'", argv[optind]);
-	for (tok = strtok_r(list, ",", &save); tok && nconns < 16; tok = strtok_r(NULL, ",", &save))
-		conns[nconns++] = bench_parse_long("--conns", tok, 1, 1000000);
-	if (!nconns)
-		bench_usage_error("--conns: empty list");
+	nconns = bench_parse_list("--conns", list, cl, 16, 1, 1000000);
+	for (int j = 0; j < nconns; j++)
+		conns[j] = (int)cl[j];
 	if (opts.smoke)
 		opts.ms = 200;
 	snprintf(threads, sizeof(threads), "%s/echo-threads", examples);
