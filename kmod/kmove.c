@@ -183,7 +183,8 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 	}
 
 	do {
-		if (umcg_state_of(s) != UMCG_TASK_RUNNING)
+		if (umcg_state_of(s) != UMCG_TASK_RUNNING ||
+		    (s & UMCG_TF_INLIB))
 			return;
 	} while (!umcg_move(task, &s, UMCG_TASK_BLOCKED, 0));
 	WRITE_ONCE(task->cpu, raw_smp_processor_id());
@@ -257,7 +258,7 @@ static void umcg_task_preempted(struct callback_head *work)
 	if (umcg_work_valid(slot)) {
 		s = READ_ONCE(task->state);
 		while (umcg_state_of(s) == UMCG_TASK_RUNNING &&
-		       (s & UMCG_TF_PREEMPT)) {
+		       (s & UMCG_TF_PREEMPT) && !(s & UMCG_TF_INLIB)) {
 			if (umcg_move(task, &s, UMCG_TASK_RUNNABLE,
 				      UMCG_TF_PREEMPT)) {
 				umcg_event(slot);

@@ -99,6 +99,13 @@
 #define UMCG_TF_PREEMPT		0x00000100U
 /* Unpark permit: an unpark that arrived before the park (C5). */
 #define UMCG_TF_PERMIT		0x00000200U
+/*
+ * The thread runs library code (libumcg), where it may hold locks its
+ * servers need: the kernel neither moves it to BLOCKED when it sleeps nor
+ * takes its core on UMCG_IOC_PREEMPT.  Set and cleared by the thread itself;
+ * the library yields on its way out if preemption was asked meanwhile.
+ */
+#define UMCG_TF_INLIB		0x00000400U
 #define UMCG_TF_MASK		0x0000ff00U
 
 #define UMCG_TASK_RESERVED_MASK	0xffff0000U

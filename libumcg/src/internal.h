@@ -211,12 +211,20 @@ void umcg_lib_leave(struct umcg_thread *self);
  * instead (preempt_pending).  Pairs with umcg_kmod's check of in_lib
  * after it sets the flag: one of the two sees the other.
  */
+/*
+ * in_lib up and down; the first entry and the last exit set and clear
+ * UMCG_TF_INLIB in the word where the kernel moves workers (sched.c).
+ * umcg_in_lib_dec() is true when @self left libumcg for good.
+ */
+void umcg_in_lib_inc(struct umcg_thread *self);
+bool umcg_in_lib_dec(struct umcg_thread *self);
+
 static inline void umcg_in_lib_get(struct umcg_thread *self)
 {
 	_Atomic uint32_t *w = (_Atomic uint32_t *)&self->ut->state;
 	uint32_t s;
 
-	atomic_fetch_add(&self->in_lib, 1);
+	umcg_in_lib_inc(self);
 	s = atomic_load(w);
 	while (s & UMCG_TF_PREEMPT) {
 		if (atomic_compare_exchange_strong(w, &s, s & ~UMCG_TF_PREEMPT)) {

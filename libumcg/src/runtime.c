@@ -98,7 +98,7 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 	pthread_mutex_unlock(&g->threads_lock);
 
 	umcg_current = t;
-	atomic_fetch_add(&t->in_lib, 1);
+	umcg_in_lib_inc(t);
 	s = umcg_thread_load_state(t);
 	while (!umcg_state_cas(t, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE))
 		;

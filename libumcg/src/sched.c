@@ -379,6 +379,24 @@ static void umcg_reacquire(struct umcg_thread *self)
 	}
 }
 
+/*
+ * With a backend whose kernel moves workers, UMCG_TF_INLIB tells it that
+ * @self runs library code, where it may hold locks the servers need: a
+ * sleep there is no block, and a preemption waits for the way out.
+ */
+void umcg_in_lib_inc(struct umcg_thread *self)
+{
+	if (atomic_fetch_add(&self->in_lib, 1) == 0 && umcg_kmoves(self))
+		atomic_fetch_or((_Atomic uint32_t *)&self->ut->state, UMCG_TF_INLIB);
+}
+
+bool umcg_in_lib_dec(struct umcg_thread *self)
+{
+	if (atomic_load(&self->in_lib) == 1 && umcg_kmoves(self))
+		atomic_fetch_and((_Atomic uint32_t *)&self->ut->state, ~UMCG_TF_INLIB);
+	return atomic_fetch_sub(&self->in_lib, 1) == 1;
+}
+
 void umcg_lib_enter(struct umcg_thread *self)
 {
 	umcg_in_lib_get(self);
@@ -387,7 +405,7 @@ void umcg_lib_enter(struct umcg_thread *self)
 
 void umcg_lib_leave(struct umcg_thread *self)
 {
-	if (atomic_fetch_sub(&self->in_lib, 1) == 1 &&
+	if (umcg_in_lib_dec(self) &&
 	    atomic_exchange(&self->preempt_pending, 0))
 		umcg_worker_preempt(self);
 }
@@ -493,9 +511,9 @@ void umcg_worker_preempt(struct umcg_thread *self)
 {
 	int saved = errno;
 
-	atomic_fetch_add(&self->in_lib, 1);
+	umcg_in_lib_inc(self);
 	umcg_sched_yield(self, UMCG_ENQ_PREEMPT);
-	atomic_fetch_sub(&self->in_lib, 1);
+	umcg_in_lib_dec(self);
 	errno = saved;
 }
 

@@ -300,19 +300,6 @@ TEST_F(c6_lib, preempted_inside_unpark)
 	umcg_thread_t *w;
 	struct umcg_stats st;
 
-	/*
-	 * Known bug on kernel backends (issue 4, open): a worker that blocks
-	 * inside libumcg while it holds the policy's lock (here slow-fifo's
-	 * mutex) is held by the kernel after its wake-up until a server picks
-	 * it, and the servers need that lock to pick: the group deadlocks (seen
-	 * once in three CI runs on 6.12).  Planned fix: a UMCG_TF_INLIB flag
-	 * with which the kernel neither holds nor preempts a worker inside
-	 * libumcg.
-	 */
-	if (ct_kernel_backend() && !variant->policy)
-		SKIP(return, "known deadlock on %s: worker blocked holding the policy lock",
-		     ct_backend());
-
 	for (int i = 0; i < C6U_PARKERS; i++) {
 		ASSERT_EQ(0, umcg_spawn(&u->p[i], NULL, c6_parker, u));
 		ASSERT_TRUE(CT_WAIT(umcg_thread_state(u->p[i]) == UMCG_STATE_PARKED, 2000));
