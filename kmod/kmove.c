@@ -47,11 +47,6 @@
 
 #include "umcg_internal.h"
 
-static inline u32 umcg_state_of(u32 s)
-{
-	return s & UMCG_TASK_STATE_MASK;
-}
-
 /*
  * Wake whoever sleeps on slot @idx's wait queue, with @wake_flags for
  * try_to_wake_up() (0, or UMCG_WF_CURRENT_CPU).  The sleepers re-check

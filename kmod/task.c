@@ -9,7 +9,8 @@
  *
  * A thread registers only itself.  A thread that exits without
  * unregistering keeps its slot until a later REGISTER finds its struct pid
- * without a task and reclaims it, or until the group is freed.  A slot
+ * without a task and its word off DONE (the process has read the exit the
+ * kernel reported) and reclaims it, or until the group is freed.  A slot
  * with a task work still queued is not reused (its callback checks that
  * the slot's task is still the one it runs in).
  *
@@ -147,10 +148,31 @@ void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot)
 	atomic_dec(&umcg_nr_tasks);
 }
 
-/* Free @slot if its thread is gone.  grp->lock held. */
+/*
+ * Is @slot's thread gone for good: reaped, and past its last schedule?
+ * A thread is unhashed from its pid before that schedule, in which the
+ * hook may still move its word to DONE; on_cpu drops (release) only once
+ * the thread was switched away from for the last time.
+ */
+static bool umcg_slot_dead(struct umcg_slot *slot)
+{
+	struct task_struct *tsk = slot->task;
+
+	return !pid_has_task(slot->pid, PIDTYPE_PID) &&
+	       READ_ONCE(tsk->__state) == TASK_DEAD &&
+	       !smp_load_acquire(&tsk->on_cpu);
+}
+
+/*
+ * Free @slot if its thread is gone and the process no longer reads its
+ * word: one that reads DONE (the exit as the kernel reported it) stays
+ * until the process stores another state there.  grp->lock held.
+ */
 static void umcg_slot_reap(struct umcg_group *grp, struct umcg_slot *slot)
 {
-	if (slot->task && !pid_has_task(slot->pid, PIDTYPE_PID))
+	if (slot->task && umcg_slot_dead(slot) &&
+	    umcg_state_of(READ_ONCE(grp->tasks[slot->idx].state)) !=
+	    UMCG_TASK_DONE)
 		umcg_slot_free(grp, slot);
 }
 

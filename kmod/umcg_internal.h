@@ -84,6 +84,12 @@ static_assert(UMCG_KMOD_MAX_TASKS <= PAGE_SIZE * BITS_PER_BYTE);
 
 struct umcg_group;
 
+/* The state (UMCG_TASK_*) of state word @s. */
+static inline u32 umcg_state_of(u32 s)
+{
+	return s & UMCG_TASK_STATE_MASK;
+}
+
 /**
  * struct umcg_slot - one registered thread of a group
  * @task_node:  in umcg_task_hash, keyed by @task (task.c)

@@ -52,6 +52,8 @@
  *                                   (UMCG_IOC_PREEMPT, UMCG_TF_PREEMPT)
  *   RUNNING  -> PARKED     library: park; PARKED -> RUNNABLE on unpark
  *   any      -> DONE       library or kernel: the thread exited
+ *   DONE     -> NEW        library: done with the slot of a thread that
+ *                                   exited registered (see REGISTER)
  *
  * With a kernel backend (UMCG_FEATURE_BLOCK) the kernel makes the moves
  * marked "kernel" on a registered worker by itself:
@@ -219,7 +221,9 @@ struct umcg_info {
  * worker with a cpu, or a server's cpu not possible; -ESRCH a worker's
  * server_tid is no registered server of the group; -ENOSPC max_tasks
  * threads registered.  The slot of a thread that exits registered is
- * reclaimed by a later REGISTER once the thread is reaped.
+ * reclaimed by a later REGISTER once the thread is reaped and its word
+ * does not read DONE: a process that reads the exit from the word (the
+ * kernel's move to DONE) gives the slot back by storing NEW there after.
  * UNREGISTER of a thread that is not registered: -ENOENT.
  */
 struct umcg_register_args {

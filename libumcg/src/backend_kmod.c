@@ -373,6 +373,14 @@ static void kmod_worker_forget(struct umcg_thread *t, bool unregister)
 		struct umcg_unregister_args a = { .size = sizeof(a) };
 
 		kmod_ioctl(UMCG_IOC_UNREGISTER, &a);
+	} else {
+		/* Exited registered: the kernel may now reuse the slot. */
+		uint32_t s = atomic_load(kmod_word(ut));
+
+		while (umcg_state_of(s) == UMCG_TASK_DONE &&
+		       !atomic_compare_exchange_strong(kmod_word(ut), &s,
+						       UMCG_TASK_NEW))
+			;
 	}
 	atomic_fetch_sub(&kmod.nr_workers, 1);
 	if (put)
