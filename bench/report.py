@@ -241,6 +241,52 @@ def render_md(rows, notes, envs):
 
 # ---- targets ----
 
+# Why a target is out of reach where it is not met: what the design costs
+# (see "Where the time goes" in bench/README.md for the profiles behind it).
+# Printed under a target only when some backend did not meet it.
+WHY = [
+    # switch
+    "A kmod `umcg_switch_to()` is one system call (UMCG_IOC_SWITCH: wake the "
+    "target on the caller's CPU, then sleep) and one kernel context switch, "
+    "plus libumcg's bookkeeping in user space (about 520 instructions: the two "
+    "state words, the core's owner under its lock, clock reads). The futex "
+    "pair pays two system calls and a context switch, so one system call less "
+    "is what the design saves where both run on one CPU: the pinned pair is "
+    "the bound, and 5x the unpinned pair is reachable only where the stock "
+    "scheduler's cross-CPU wake-ups are very dear (6.12 under TCG comes "
+    "close). The user backend cannot do wake-and-wait in one call: it wakes "
+    "the target, then waits, and the woken target often preempts it in "
+    "between (about 1.5 context switches per switch on the host).",
+    # pipeline
+    "Each hop is one switch (above), so the ratio follows switch's: met where "
+    "the stock scheduler spreads the ring over CPUs and pays cross-CPU "
+    "wake-ups for it, not where it keeps the ring on one CPU itself.",
+    # handoff
+    "With kmod the block goes to the core's server first: the hook marks the "
+    "worker BLOCKED and pokes the server (a wake-up and context switch), the "
+    "server asks the policy and wakes the next worker (a second one). One "
+    "switch is one context switch; a hand-off needs two until the kernel can "
+    "run a next worker the policy queued in advance (the per-core next worker "
+    "of the scx design, not in kmod).",
+    # wakeup
+    "The built-in policies run a woken worker when a core frees: without a "
+    "time slice nothing preempts a running worker for it, while the stock "
+    "scheduler preempts on wake-up. With more runnable threads than cores the "
+    "wake-up latency is the queueing behind running workers; a policy that "
+    "favours woken workers, with a slice, would be needed.",
+    # server
+    "Thread-per-connection pays a hand-off (block, server, next worker) on "
+    "every read that blocks, and with the user backend a blocked worker keeps "
+    "its core until the monitor notices; an epoll loop serves many ready "
+    "connections per wake-up with no switch at all. On kmod the module's "
+    "limit of threads per process also drops connections beyond it.",
+    # scale
+    "Every worker is a kernel thread and needs a pid: the host's "
+    "kernel.pid_max (32768) bounds it there; in the guests, their memory "
+    "does, and on kmod the module's fixed table of threads per process.",
+]
+
+
 def targets(res, envs):
     """[(target text, [(env, backend, status, detail)])]"""
     out = []
@@ -494,10 +540,12 @@ def write_md(path, res, envs, meta, info, rows, notes, fails, pngs):
     L.append("Judged from the figures above. The kernel backends' targets can only be "
              "met where the backend ran; a backend that is not available counts as "
              "not met, with its reason.\n")
-    for text, rs in targets(res, envs):
+    for i, (text, rs) in enumerate(targets(res, envs)):
         L.append("**%s**\n" % text)
         for env, b, st, detail in rs:
             L.append("- %s, %s: **%s** — %s" % (env, b, st, detail))
+        if i < len(WHY) and any(st.startswith("not met") for _, _, st, _ in rs):
+            L.append("\n*Why, where not met:* " + WHY[i])
         L.append("")
     L.append("## Plots\n")
     if not pngs:
