@@ -26,6 +26,7 @@
 #include <uapi/umcg.h>
 
 #include "kmod_test.h"
+#include "kmod_raw.h"
 
 /* delete_module() of a module in use: -EWOULDBLOCK, not -EBUSY. */
 #define UMCG_EINUSE	EWOULDBLOCK
@@ -498,7 +499,7 @@ static void *limit_fn(void *arg)
 	return NULL;
 }
 
-TEST_F(reg, limit)
+TEST_F_TIMEOUT(reg, limit, 180)
 {
 	unsigned int n = self->max_tasks;
 	struct limit_thread *l;
@@ -540,6 +541,75 @@ TEST_F(reg, limit)
 	pthread_attr_destroy(&attr);
 	free(l);
 	free(th);
+}
+
+struct done_thread {
+	int fd;
+	struct umcg_task *map;
+	int ret;
+	__u64 off;
+};
+
+/* Registers, reads RUNNING, exits without a word: the kernel says DONE. */
+static void *done_fn(void *arg)
+{
+	struct done_thread *d = arg;
+
+	d->ret = reg(d->fd, UMCG_REGISTER_WORKER, 0, 0, &d->off);
+	if (!d->ret)
+		__atomic_store_n(&d->map[d->off / sizeof(*d->map)].state,
+				 UMCG_TASK_RUNNING, __ATOMIC_SEQ_CST);
+	syscall(SYS_exit, 0);
+	return NULL;
+}
+
+/*
+ * A worker that exits registered, RUNNING: the kernel moves its word to
+ * DONE, and its slot is not given to a new thread until the process
+ * stored NEW there (uapi: REGISTER); then the next REGISTER reclaims it.
+ */
+TEST_F(reg, done_slot_kept_until_read)
+{
+	struct done_thread d = { .fd = self->fd };
+	__u64 off = 0;
+	char hook[32];
+	pthread_t th;
+	int ret = 0;
+
+	if (strcmp(umcg_sys_hook(hook, sizeof(hook)), "tracepoint"))
+		SKIP(return, "block detection by kprobe does not see exits");
+	reg_map(_metadata, self);
+	d.map = self->map;
+	ASSERT_EQ(0, pthread_create(&th, NULL, done_fn, &d));
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	ASSERT_EQ(0, d.ret);
+	for (int i = 0; i < 200 && (self->map[d.off / sizeof(*self->map)].state &
+				    UMCG_TASK_STATE_MASK) != UMCG_TASK_DONE; i++)
+		sleep_ms(10);
+	ASSERT_EQ(UMCG_TASK_DONE,
+		  self->map[d.off / sizeof(*self->map)].state & UMCG_TASK_STATE_MASK);
+
+	/* Dead, reaped, but its word still reads DONE: not reused. */
+	sleep_ms(100);
+	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off));
+	EXPECT_NE(d.off, off);
+	EXPECT_EQ(UMCG_TASK_DONE,
+		  self->map[d.off / sizeof(*self->map)].state & UMCG_TASK_STATE_MASK);
+	ASSERT_EQ(0, unreg(self->fd));
+
+	/* Read: the lowest free slot is its again. */
+	__atomic_store_n(&self->map[d.off / sizeof(*self->map)].state,
+			 UMCG_TASK_NEW, __ATOMIC_SEQ_CST);
+	for (int i = 0; i < 200; i++) {
+		ret = reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off);
+		if (ret || off == d.off)
+			break;
+		ASSERT_EQ(0, unreg(self->fd));
+		sleep_ms(10);
+	}
+	ASSERT_EQ(0, ret);
+	EXPECT_EQ(d.off, off);
+	EXPECT_EQ(0, unreg(self->fd));
 }
 
 /* ---- Module lifetime: starts with umcg.ko unloaded ---- */
