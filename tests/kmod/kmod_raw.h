@@ -44,6 +44,7 @@ static inline int umcg_reg(int fd, __u32 flags, __u32 server_tid, __u32 cpu,
 		.flags = flags,
 		.server_tid = server_tid,
 		.cpu = cpu,
+		.task_off = ~0ULL,	/* written by the kernel only */
 	};
 
 	if (ioctl(fd, UMCG_IOC_REGISTER, &a))

@@ -28,60 +28,6 @@
 #include "kmod_test.h"
 #include "kmod_raw.h"
 
-/* delete_module() of a module in use: -EWOULDBLOCK, not -EBUSY. */
-#define UMCG_EINUSE	EWOULDBLOCK
-
-static pid_t gettid_(void)
-{
-	return syscall(SYS_gettid);
-}
-
-/* REGISTER the calling thread; 0 or -errno. */
-static int reg(int fd, __u32 flags, __u32 server_tid, __u32 cpu,
-	       __u64 *task_off)
-{
-	struct umcg_register_args a = {
-		.size = sizeof(a),
-		.flags = flags,
-		.server_tid = server_tid,
-		.cpu = cpu,
-		.task_off = ~0ULL,
-	};
-
-	if (ioctl(fd, UMCG_IOC_REGISTER, &a))
-		return -errno;
-	if (task_off)
-		*task_off = a.task_off;
-	return 0;
-}
-
-static int unreg(int fd)
-{
-	struct umcg_unregister_args a = { .size = sizeof(a) };
-
-	return ioctl(fd, UMCG_IOC_UNREGISTER, &a) ? -errno : 0;
-}
-
-static int get_max_tasks(int fd)
-{
-	struct umcg_info info = { .size = sizeof(info) };
-
-	if (ioctl(fd, UMCG_IOC_GET_INFO, &info))
-		return -errno;
-	return info.max_tasks;
-}
-
-static size_t map_size(unsigned int max_tasks)
-{
-	return UMCG_MMAP_SIZE(max_tasks, sysconf(_SC_PAGESIZE));
-}
-
-static void *map_tasks(int fd, size_t len)
-{
-	return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    UMCG_MMAP_TASKS_OFF);
-}
-
 static bool all_zero(const void *p, size_t len)
 {
 	const unsigned char *b = p;
@@ -106,13 +52,6 @@ static long read_sys_number(const char *path)
 	return n == 1 ? (long)v : -1;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 /* ---- One process, module loaded by whoever ---- */
 
 FIXTURE(reg) {
@@ -133,10 +72,10 @@ FIXTURE_SETUP(reg)
 		return;
 	self->fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, self->fd) TH_LOG("open: %s", strerror(errno));
-	max = get_max_tasks(self->fd);
+	max = umcg_max_tasks(self->fd);
 	ASSERT_LT(0, max);
 	self->max_tasks = max;
-	self->len = map_size(max);
+	self->len = umcg_map_len(max);
 }
 
 FIXTURE_TEARDOWN(reg)
@@ -152,7 +91,7 @@ FIXTURE_TEARDOWN(reg)
 static void reg_map(struct __test_metadata *_metadata,
 		    FIXTURE_DATA(reg) *self)
 {
-	self->map = map_tasks(self->fd, self->len);
+	self->map = umcg_map(self->fd, self->len);
 	ASSERT_NE(MAP_FAILED, self->map) TH_LOG("mmap: %s", strerror(errno));
 }
 
@@ -179,8 +118,8 @@ static void *worker_fn(void *arg)
 	struct worker *w = arg;
 	struct umcg_task *t;
 
-	w->tid = gettid_();
-	w->reg_ret = reg(w->fd, UMCG_REGISTER_WORKER, w->server_tid, 0, &w->off);
+	w->tid = umcg_gettid();
+	w->reg_ret = umcg_reg(w->fd, UMCG_REGISTER_WORKER, w->server_tid, 0, &w->off);
 	if (!w->reg_ret && w->off % sizeof(*t) == 0 &&
 	    w->off + sizeof(*t) <= w->len) {
 		t = w->map + w->off / sizeof(*t);
@@ -197,8 +136,8 @@ static void *worker_fn(void *arg)
 			  t->seq == ~(__u64)w->tid;
 	}
 	pthread_barrier_wait(w->barrier);
-	w->unreg_ret = unreg(w->fd);
-	w->unreg2_ret = unreg(w->fd);
+	w->unreg_ret = umcg_unreg(w->fd);
+	w->unreg2_ret = umcg_unreg(w->fd);
 	return NULL;
 }
 
@@ -211,7 +150,7 @@ TEST_F(reg, server_and_workers)
 	__u64 soff;
 
 	reg_map(_metadata, self);
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &soff));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &soff));
 	ASSERT_EQ(0, soff % sizeof(struct umcg_task));
 	ASSERT_GE(self->len, soff + sizeof(struct umcg_task));
 
@@ -221,14 +160,14 @@ TEST_F(reg, server_and_workers)
 		w[i].fd = self->fd;
 		w[i].map = self->map;
 		w[i].len = self->len;
-		w[i].server_tid = gettid_();
+		w[i].server_tid = umcg_gettid();
 		w[i].barrier = &barrier;
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, worker_fn, &w[i]));
 	}
 	pthread_barrier_wait(&barrier);
 
 	/* A second mapping shows the same module memory. */
-	map2 = map_tasks(self->fd, self->len);
+	map2 = umcg_map(self->fd, self->len);
 	ASSERT_NE(MAP_FAILED, map2);
 	for (int i = 0; i < NR_WORKERS; i++) {
 		struct umcg_task *t;
@@ -256,8 +195,8 @@ TEST_F(reg, server_and_workers)
 		EXPECT_EQ(-ENOENT, w[i].unreg2_ret) TH_LOG("worker %d", i);
 	}
 	pthread_barrier_destroy(&barrier);
-	EXPECT_EQ(0, unreg(self->fd));
-	EXPECT_EQ(-ENOENT, unreg(self->fd));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
+	EXPECT_EQ(-ENOENT, umcg_unreg(self->fd));
 }
 
 TEST_F(reg, zeroed_at_register)
@@ -267,27 +206,27 @@ TEST_F(reg, zeroed_at_register)
 
 	reg_map(_metadata, self);
 	for (int i = 0; i < 2; i++) {
-		ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, &off));
+		ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, &off));
 		ASSERT_GE(self->len, off + sizeof(*t));
 		t = self->map + off / sizeof(*t);
 		ASSERT_TRUE(all_zero(t, sizeof(*t))) TH_LOG("round %d", i);
 		memset(t, 0xff, sizeof(*t));
-		ASSERT_EQ(0, unreg(self->fd));
+		ASSERT_EQ(0, umcg_unreg(self->fd));
 	}
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off2));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off2));
 	EXPECT_EQ(off, off2);
 	EXPECT_TRUE(all_zero(self->map + off2 / sizeof(*t), sizeof(*t)));
-	EXPECT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
 TEST_F(reg, double_register)
 {
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
-	EXPECT_EQ(-EBUSY, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
-	EXPECT_EQ(-EBUSY, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
-	EXPECT_EQ(0, unreg(self->fd));
-	EXPECT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
-	EXPECT_EQ(0, unreg(self->fd));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	EXPECT_EQ(-EBUSY, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	EXPECT_EQ(-EBUSY, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
+	EXPECT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
 /* One group per process: a second file of the device cannot bind. */
@@ -295,72 +234,72 @@ TEST_F(reg, second_file_busy)
 {
 	int fd2;
 
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
 	fd2 = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd2);
-	EXPECT_EQ(-EBUSY, reg(fd2, UMCG_REGISTER_SERVER, 0, 0, NULL));
-	EXPECT_EQ(MAP_FAILED, map_tasks(fd2, self->len));
+	EXPECT_EQ(-EBUSY, umcg_reg(fd2, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(MAP_FAILED, umcg_map(fd2, self->len));
 	EXPECT_EQ(EBUSY, errno);
-	EXPECT_EQ(-ENOENT, unreg(fd2));
+	EXPECT_EQ(-ENOENT, umcg_unreg(fd2));
 	EXPECT_EQ(0, close(fd2));
-	EXPECT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
 TEST_F(reg, unregister_unregistered)
 {
-	EXPECT_EQ(-ENOENT, unreg(self->fd));
+	EXPECT_EQ(-ENOENT, umcg_unreg(self->fd));
 	/* ... also once the group exists. */
 	reg_map(_metadata, self);
-	EXPECT_EQ(-ENOENT, unreg(self->fd));
+	EXPECT_EQ(-ENOENT, umcg_unreg(self->fd));
 }
 
 TEST_F(reg, register_args)
 {
-	pid_t me = gettid_();
+	pid_t me = umcg_gettid();
 
-	EXPECT_EQ(-EINVAL, reg(self->fd, UMCG_REGISTER_SERVER, me, 0, NULL));
-	EXPECT_EQ(-EINVAL, reg(self->fd, UMCG_REGISTER_SERVER, 0, UINT32_MAX,
+	EXPECT_EQ(-EINVAL, umcg_reg(self->fd, UMCG_REGISTER_SERVER, me, 0, NULL));
+	EXPECT_EQ(-EINVAL, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, UINT32_MAX,
 			       NULL));
-	EXPECT_EQ(-EINVAL, reg(self->fd, UMCG_REGISTER_SERVER, 0, 1U << 20,
+	EXPECT_EQ(-EINVAL, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 1U << 20,
 			       NULL));
-	EXPECT_EQ(-EINVAL, reg(self->fd, UMCG_REGISTER_WORKER, 0, 1, NULL));
+	EXPECT_EQ(-EINVAL, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 1, NULL));
 	/* The server must be a registered server of this process. */
-	EXPECT_EQ(-ESRCH, reg(self->fd, UMCG_REGISTER_WORKER, me, 0, NULL));
-	EXPECT_EQ(-ESRCH, reg(self->fd, UMCG_REGISTER_WORKER, 1, 0, NULL));
+	EXPECT_EQ(-ESRCH, umcg_reg(self->fd, UMCG_REGISTER_WORKER, me, 0, NULL));
+	EXPECT_EQ(-ESRCH, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 1, 0, NULL));
 	/* None of them registered the thread. */
-	EXPECT_EQ(-ENOENT, unreg(self->fd));
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
-	ASSERT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(-ENOENT, umcg_unreg(self->fd));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	ASSERT_EQ(0, umcg_unreg(self->fd));
 }
 
 static void *worker_of_fn(void *arg)
 {
 	struct worker *w = arg;
 
-	w->reg_ret = reg(w->fd, UMCG_REGISTER_WORKER, w->server_tid, 0, NULL);
+	w->reg_ret = umcg_reg(w->fd, UMCG_REGISTER_WORKER, w->server_tid, 0, NULL);
 	if (!w->reg_ret)
-		w->unreg_ret = unreg(w->fd);
+		w->unreg_ret = umcg_unreg(w->fd);
 	return NULL;
 }
 
 /* A worker registered as server is no server. */
 TEST_F(reg, worker_needs_server)
 {
-	struct worker w = { .fd = self->fd, .server_tid = gettid_() };
+	struct worker w = { .fd = self->fd, .server_tid = umcg_gettid() };
 	pthread_t th;
 
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL));
 	ASSERT_EQ(0, pthread_create(&th, NULL, worker_of_fn, &w));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(-ESRCH, w.reg_ret);
-	ASSERT_EQ(0, unreg(self->fd));
+	ASSERT_EQ(0, umcg_unreg(self->fd));
 
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
 	ASSERT_EQ(0, pthread_create(&th, NULL, worker_of_fn, &w));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(0, w.reg_ret);
 	EXPECT_EQ(0, w.unreg_ret);
-	ASSERT_EQ(0, unreg(self->fd));
+	ASSERT_EQ(0, umcg_unreg(self->fd));
 }
 
 /* Exit status of a child: 0, or the number of the first failed step. */
@@ -382,7 +321,7 @@ TEST_F(reg, fork_child)
 	pid_t child;
 
 	reg_map(_metadata, self);
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off));
 	self->map[off / sizeof(*self->map)].next_tid = 42;
 
 	child = fork();
@@ -390,11 +329,11 @@ TEST_F(reg, fork_child)
 	if (child == 0) {
 		int fd2;
 
-		if (unreg(self->fd) != -EPERM)
+		if (umcg_unreg(self->fd) != -EPERM)
 			_exit(1);
-		if (reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL) != -EPERM)
+		if (umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, NULL) != -EPERM)
 			_exit(2);
-		if (map_tasks(self->fd, self->len) != MAP_FAILED ||
+		if (umcg_map(self->fd, self->len) != MAP_FAILED ||
 		    errno != EPERM)
 			_exit(3);
 		/* The parent's mapping is not there. */
@@ -405,17 +344,17 @@ TEST_F(reg, fork_child)
 		fd2 = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 		if (fd2 < 0)
 			_exit(5);
-		if (reg(fd2, UMCG_REGISTER_SERVER, 0, 0, NULL))
+		if (umcg_reg(fd2, UMCG_REGISTER_SERVER, 0, 0, NULL))
 			_exit(6);
-		if (unreg(fd2))
+		if (umcg_unreg(fd2))
 			_exit(7);
 		_exit(0);
 	}
 	EXPECT_EQ(0, child_status(child));
 	/* The parent is still registered, its memory untouched. */
 	EXPECT_EQ(42, self->map[off / sizeof(*self->map)].next_tid);
-	EXPECT_EQ(-EBUSY, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
-	EXPECT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(-EBUSY, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
 /*
@@ -433,7 +372,7 @@ TEST_F(reg, file_bound_to_first_user)
 	ASSERT_LE(0, child);
 	if (child == 0) {
 		close(pipefd[0]);
-		if (reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL))
+		if (umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL))
 			_exit(1);
 		if (write(pipefd[1], &c, 1) != 1)
 			_exit(2);
@@ -443,15 +382,15 @@ TEST_F(reg, file_bound_to_first_user)
 	}
 	close(pipefd[1]);
 	ASSERT_EQ(1, read(pipefd[0], &c, 1));
-	EXPECT_EQ(-EPERM, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
-	EXPECT_EQ(-EPERM, unreg(self->fd));
-	EXPECT_EQ(MAP_FAILED, map_tasks(self->fd, self->len));
+	EXPECT_EQ(-EPERM, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(-EPERM, umcg_unreg(self->fd));
+	EXPECT_EQ(MAP_FAILED, umcg_map(self->fd, self->len));
 	EXPECT_EQ(EPERM, errno);
 	ASSERT_EQ(0, kill(child, SIGKILL));
 	ASSERT_EQ(child, waitpid(child, NULL, 0));
 	close(pipefd[0]);
 	/* Still the child's, even dead. */
-	EXPECT_EQ(-EPERM, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(-EPERM, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
 }
 
 TEST_F(reg, mmap_invalid)
@@ -492,7 +431,7 @@ static void *limit_fn(void *arg)
 {
 	struct limit_thread *l = arg;
 
-	l->ret = reg(l->fd, UMCG_REGISTER_WORKER, 0, 0, NULL);
+	l->ret = umcg_reg(l->fd, UMCG_REGISTER_WORKER, 0, 0, NULL);
 	pthread_barrier_wait(l->barrier);
 	pthread_barrier_wait(l->barrier);
 	/* Exits registered: the slot is reclaimed once the thread is gone. */
@@ -523,20 +462,20 @@ TEST_F_TIMEOUT(reg, limit, 180)
 	for (unsigned int i = 0; i < n; i++)
 		ok += l[i].ret == 0;
 	EXPECT_EQ(n, ok);
-	EXPECT_EQ(-ENOSPC, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(-ENOSPC, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
 	pthread_barrier_wait(&barrier);
 	for (unsigned int i = 0; i < n; i++)
 		ASSERT_EQ(0, pthread_join(th[i], NULL));
 
 	/* The exited threads' slots come back once they are reaped. */
 	for (int i = 0; i < 200; i++) {
-		ret = reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL);
+		ret = umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL);
 		if (ret != -ENOSPC)
 			break;
-		sleep_ms(10);
+		umcg_sleep_ms(10);
 	}
 	EXPECT_EQ(0, ret);
-	EXPECT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 	pthread_barrier_destroy(&barrier);
 	pthread_attr_destroy(&attr);
 	free(l);
@@ -555,7 +494,7 @@ static void *done_fn(void *arg)
 {
 	struct done_thread *d = arg;
 
-	d->ret = reg(d->fd, UMCG_REGISTER_WORKER, 0, 0, &d->off);
+	d->ret = umcg_reg(d->fd, UMCG_REGISTER_WORKER, 0, 0, &d->off);
 	if (!d->ret)
 		__atomic_store_n(&d->map[d->off / sizeof(*d->map)].state,
 				 UMCG_TASK_RUNNING, __ATOMIC_SEQ_CST);
@@ -585,31 +524,31 @@ TEST_F(reg, done_slot_kept_until_read)
 	ASSERT_EQ(0, d.ret);
 	for (int i = 0; i < 200 && (self->map[d.off / sizeof(*self->map)].state &
 				    UMCG_TASK_STATE_MASK) != UMCG_TASK_DONE; i++)
-		sleep_ms(10);
+		umcg_sleep_ms(10);
 	ASSERT_EQ(UMCG_TASK_DONE,
 		  self->map[d.off / sizeof(*self->map)].state & UMCG_TASK_STATE_MASK);
 
 	/* Dead, reaped, but its word still reads DONE: not reused. */
-	sleep_ms(100);
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off));
+	umcg_sleep_ms(100);
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off));
 	EXPECT_NE(d.off, off);
 	EXPECT_EQ(UMCG_TASK_DONE,
 		  self->map[d.off / sizeof(*self->map)].state & UMCG_TASK_STATE_MASK);
-	ASSERT_EQ(0, unreg(self->fd));
+	ASSERT_EQ(0, umcg_unreg(self->fd));
 
 	/* Read: the lowest free slot is its again. */
 	__atomic_store_n(&self->map[d.off / sizeof(*self->map)].state,
 			 UMCG_TASK_NEW, __ATOMIC_SEQ_CST);
 	for (int i = 0; i < 200; i++) {
-		ret = reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off);
+		ret = umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off);
 		if (ret || off == d.off)
 			break;
-		ASSERT_EQ(0, unreg(self->fd));
-		sleep_ms(10);
+		ASSERT_EQ(0, umcg_unreg(self->fd));
+		umcg_sleep_ms(10);
 	}
 	ASSERT_EQ(0, ret);
 	EXPECT_EQ(d.off, off);
-	EXPECT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
 /* ---- Module lifetime: starts with umcg.ko unloaded ---- */
@@ -633,9 +572,9 @@ FIXTURE_SETUP(life)
 	ASSERT_EQ(0, umcg_test_kmod_load(self->path));
 	fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ret = get_max_tasks(fd);
+	ret = umcg_max_tasks(fd);
 	ASSERT_LT(0, ret);
-	self->len = map_size(ret);
+	self->len = umcg_map_len(ret);
 	ASSERT_EQ(0, close(fd));
 }
 
@@ -661,7 +600,7 @@ static int unload_eventually(void)
 		ret = umcg_test_kmod_unload(UMCG_KMOD_NAME);
 		if (ret != -UMCG_EINUSE)
 			break;
-		sleep_ms(10);
+		umcg_sleep_ms(10);
 	}
 	return ret;
 }
@@ -674,8 +613,8 @@ TEST_F(life, mapping_pins_module)
 
 	fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
-	map = map_tasks(fd, self->len);
+	ASSERT_EQ(0, umcg_reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	map = umcg_map(fd, self->len);
 	ASSERT_NE(MAP_FAILED, map);
 	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 	ASSERT_EQ(0, close(fd));
@@ -695,7 +634,7 @@ static void *kill_worker_fn(void *arg)
 {
 	int fd = *(int *)arg;
 
-	reg(fd, UMCG_REGISTER_WORKER, 0, 0, NULL);
+	umcg_reg(fd, UMCG_REGISTER_WORKER, 0, 0, NULL);
 	for (;;)
 		pause();
 	return NULL;
@@ -718,12 +657,12 @@ static void kill_child_run(int stage, size_t len, int wfd)
 	if (fd < 0)
 		_exit(10);
 	if (stage >= 1) {
-		map = map_tasks(fd, len);
+		map = umcg_map(fd, len);
 		if (map == MAP_FAILED)
 			_exit(11);
 	}
 	if (stage >= 2) {
-		if (reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL))
+		if (umcg_reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL))
 			_exit(12);
 		for (int i = 0; i < KILL_WORKERS; i++)
 			if (pthread_create(&th[i], NULL, kill_worker_fn, &fd))
@@ -763,7 +702,7 @@ TEST_F(life, sigkill_frees_everything)
 				  umcg_test_kmod_unload(UMCG_KMOD_NAME))
 				TH_LOG("stage %d", stage);
 		/* Give the workers time to register (stage 2). */
-		sleep_ms(100);
+		umcg_sleep_ms(100);
 		ASSERT_EQ(0, kill(child, SIGKILL));
 		ASSERT_EQ(child, waitpid(child, &status, 0));
 		EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
