@@ -34,90 +34,19 @@
 #include <uapi/umcg.h>
 
 #include "kmod_test.h"
-
-/* delete_module() of a module in use: -EWOULDBLOCK, not -EBUSY. */
-#define UMCG_EINUSE	EWOULDBLOCK
+#include "kmod_raw.h"
 
 #define MS		1000000ULL
 /* Generous bounds: the guest runs under TCG. */
 #define LONG_NS		(20000 * MS)
 #define PROMPT_NS	(5000 * MS)
 
-static pid_t gettid_(void)
-{
-	return syscall(SYS_gettid);
-}
-
-static int reg(int fd, __u32 flags, __u64 *task_off)
-{
-	struct umcg_register_args a = { .size = sizeof(a), .flags = flags };
-
-	if (ioctl(fd, UMCG_IOC_REGISTER, &a))
-		return -errno;
-	if (task_off)
-		*task_off = a.task_off;
-	return 0;
-}
-
-static int unreg(int fd)
-{
-	struct umcg_unregister_args a = { .size = sizeof(a) };
-
-	return ioctl(fd, UMCG_IOC_UNREGISTER, &a) ? -errno : 0;
-}
-
-static int wait_(int fd, __u32 flags, __u64 timeout_ns)
-{
-	struct umcg_wait_args a = {
-		.size = sizeof(a),
-		.flags = flags,
-		.timeout_ns = timeout_ns,
-	};
-
-	return ioctl(fd, UMCG_IOC_WAIT, &a) ? -errno : 0;
-}
-
-static int wake_(int fd, pid_t tid)
-{
-	struct umcg_wake_args a = { .size = sizeof(a), .tid = tid };
-
-	return ioctl(fd, UMCG_IOC_WAKE, &a) ? -errno : 0;
-}
-
-static __u64 now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
+/* The one valid mapping length of @fd's shared area, 0 if unknown. */
 static size_t map_size(int fd)
 {
-	struct umcg_info info = { .size = sizeof(info) };
+	int max = umcg_max_tasks(fd);
 
-	if (ioctl(fd, UMCG_IOC_GET_INFO, &info))
-		return 0;
-	return UMCG_MMAP_SIZE(info.max_tasks, sysconf(_SC_PAGESIZE));
-}
-
-static struct umcg_task *map_tasks(int fd, size_t len)
-{
-	return mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		    UMCG_MMAP_TASKS_OFF);
-}
-
-static void set_state(struct umcg_task *t, __u32 state)
-{
-	__atomic_store_n(&t->state, state, __ATOMIC_SEQ_CST);
+	return max > 0 ? umcg_map_len(max) : 0;
 }
 
 /* ---- One process, module loaded by whoever ---- */
@@ -139,7 +68,7 @@ FIXTURE_SETUP(w)
 	ASSERT_LE(0, self->fd) TH_LOG("open: %s", strerror(errno));
 	self->len = map_size(self->fd);
 	ASSERT_LT(0, self->len);
-	self->map = map_tasks(self->fd, self->len);
+	self->map = umcg_map(self->fd, self->len);
 	ASSERT_NE(MAP_FAILED, self->map) TH_LOG("mmap: %s", strerror(errno));
 }
 
@@ -187,13 +116,13 @@ static void *waiter_fn(void *arg)
 		sigemptyset(&sa.sa_mask);
 		sigaction(SIGUSR1, &sa, NULL);
 	}
-	w->reg_ret = reg(w->fd, UMCG_REGISTER_SERVER, &w->off);
-	w->tid = gettid_();
+	w->reg_ret = umcg_reg(w->fd, UMCG_REGISTER_SERVER, 0, 0, &w->off);
+	w->tid = umcg_gettid();
 	if (!w->reg_ret) {
 		w->waiting = true;
-		w->wait_ret = wait_(w->fd, 0, w->timeout_ns);
-		w->t_done = now_ns();
-		unreg(w->fd);
+		w->wait_ret = umcg_wait(w->fd, 0, w->timeout_ns);
+		w->t_done = umcg_now_ns();
+		umcg_unreg(w->fd);
 	}
 	w->done = true;
 	return NULL;
@@ -203,10 +132,10 @@ static void *waiter_fn(void *arg)
 static bool waiter_ready(struct waiter *w)
 {
 	for (int i = 0; i < 20000 && !w->waiting && !w->done; i++)
-		sleep_ms(1);
+		umcg_sleep_ms(1);
 	if (!w->waiting)
 		return false;
-	sleep_ms(200);
+	umcg_sleep_ms(200);
 	return true;
 }
 
@@ -224,13 +153,13 @@ TEST_F(w, wake_after_running)
 	/* Still asleep: nothing said RUNNING. */
 	EXPECT_FALSE(w.done);
 	/* A WAKE without RUNNING written leaves it asleep. */
-	EXPECT_EQ(0, wake_(self->fd, w.tid));
-	sleep_ms(200);
+	EXPECT_EQ(0, umcg_wake(self->fd, w.tid));
+	umcg_sleep_ms(200);
 	EXPECT_FALSE(w.done);
 
-	set_state(t, UMCG_TASK_RUNNING);
-	t_wake = now_ns();
-	EXPECT_EQ(0, wake_(self->fd, w.tid));
+	umcg_state_store(t, UMCG_TASK_RUNNING);
+	t_wake = umcg_now_ns();
+	EXPECT_EQ(0, umcg_wake(self->fd, w.tid));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(0, w.wait_ret) TH_LOG("wait: %s", strerror(-w.wait_ret));
 	EXPECT_GT(t_wake + PROMPT_NS, w.t_done)
@@ -247,9 +176,9 @@ TEST_F(w, running_with_flags)
 	ASSERT_EQ(0, pthread_create(&th, NULL, waiter_fn, &w));
 	ASSERT_TRUE(waiter_ready(&w));
 	ASSERT_EQ(0, w.reg_ret);
-	set_state(&self->map[w.off / sizeof(struct umcg_task)],
+	umcg_state_store(&self->map[w.off / sizeof(struct umcg_task)],
 		  UMCG_TASK_RUNNING | UMCG_TF_PREEMPT);
-	EXPECT_EQ(0, wake_(self->fd, w.tid));
+	EXPECT_EQ(0, umcg_wake(self->fd, w.tid));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(0, w.wait_ret) TH_LOG("wait: %s", strerror(-w.wait_ret));
 }
@@ -258,58 +187,58 @@ TEST_F(w, wake_before_wait)
 {
 	__u64 off = 0, t0;
 
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, &off));
-	set_state(&self->map[off / sizeof(struct umcg_task)],
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off));
+	umcg_state_store(&self->map[off / sizeof(struct umcg_task)],
 		  UMCG_TASK_RUNNING);
-	EXPECT_EQ(0, wake_(self->fd, gettid_()));
-	t0 = now_ns();
-	EXPECT_EQ(0, wait_(self->fd, 0, LONG_NS));
-	EXPECT_GT(t0 + PROMPT_NS, now_ns());
+	EXPECT_EQ(0, umcg_wake(self->fd, umcg_gettid()));
+	t0 = umcg_now_ns();
+	EXPECT_EQ(0, umcg_wait(self->fd, 0, LONG_NS));
+	EXPECT_GT(t0 + PROMPT_NS, umcg_now_ns());
 	/* Already RUNNING and no WAKE at all: no sleep either. */
-	t0 = now_ns();
-	EXPECT_EQ(0, wait_(self->fd, 0, 0));
-	EXPECT_GT(t0 + PROMPT_NS, now_ns());
-	EXPECT_EQ(0, unreg(self->fd));
+	t0 = umcg_now_ns();
+	EXPECT_EQ(0, umcg_wait(self->fd, 0, 0));
+	EXPECT_GT(t0 + PROMPT_NS, umcg_now_ns());
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
 TEST_F(w, timeout_relative)
 {
 	__u64 t0, t1;
 
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, NULL));
-	t0 = now_ns();
-	EXPECT_EQ(-ETIMEDOUT, wait_(self->fd, 0, 300 * MS));
-	t1 = now_ns();
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	t0 = umcg_now_ns();
+	EXPECT_EQ(-ETIMEDOUT, umcg_wait(self->fd, 0, 300 * MS));
+	t1 = umcg_now_ns();
 	EXPECT_LE(t0 + 300 * MS, t1);
 	EXPECT_GT(t0 + PROMPT_NS, t1);
 	/* A WAKE without RUNNING does not end it early either. */
-	EXPECT_EQ(0, wake_(self->fd, gettid_()));
-	t0 = now_ns();
-	EXPECT_EQ(-ETIMEDOUT, wait_(self->fd, 0, 100 * MS));
-	EXPECT_LE(t0 + 100 * MS, now_ns());
-	EXPECT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(0, umcg_wake(self->fd, umcg_gettid()));
+	t0 = umcg_now_ns();
+	EXPECT_EQ(-ETIMEDOUT, umcg_wait(self->fd, 0, 100 * MS));
+	EXPECT_LE(t0 + 100 * MS, umcg_now_ns());
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
 TEST_F(w, timeout_absolute)
 {
 	__u64 t0, abs;
 
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, NULL));
-	t0 = now_ns();
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	t0 = umcg_now_ns();
 	abs = t0 + 300 * MS;
-	EXPECT_EQ(-ETIMEDOUT, wait_(self->fd, UMCG_WAIT_ABSTIME, abs));
-	EXPECT_LE(abs, now_ns());
-	EXPECT_GT(t0 + PROMPT_NS, now_ns());
+	EXPECT_EQ(-ETIMEDOUT, umcg_wait(self->fd, UMCG_WAIT_ABSTIME, abs));
+	EXPECT_LE(abs, umcg_now_ns());
+	EXPECT_GT(t0 + PROMPT_NS, umcg_now_ns());
 	/* In the past: at once. */
-	t0 = now_ns();
-	EXPECT_EQ(-ETIMEDOUT, wait_(self->fd, UMCG_WAIT_ABSTIME, 1));
-	EXPECT_GT(t0 + PROMPT_NS, now_ns());
+	t0 = umcg_now_ns();
+	EXPECT_EQ(-ETIMEDOUT, umcg_wait(self->fd, UMCG_WAIT_ABSTIME, 1));
+	EXPECT_GT(t0 + PROMPT_NS, umcg_now_ns());
 	/* Absolute, not relative: a deadline 300 ms ago does not wait. */
-	t0 = now_ns();
+	t0 = umcg_now_ns();
 	EXPECT_EQ(-ETIMEDOUT,
-		  wait_(self->fd, UMCG_WAIT_ABSTIME, t0 - 300 * MS));
-	EXPECT_GT(t0 + 250 * MS, now_ns());
-	EXPECT_EQ(0, unreg(self->fd));
+		  umcg_wait(self->fd, UMCG_WAIT_ABSTIME, t0 - 300 * MS));
+	EXPECT_GT(t0 + 250 * MS, umcg_now_ns());
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
 TEST_F(w, signal_interrupts)
@@ -327,7 +256,7 @@ TEST_F(w, signal_interrupts)
 	ASSERT_TRUE(waiter_ready(&w));
 	ASSERT_EQ(0, w.reg_ret);
 	EXPECT_FALSE(w.done);
-	t0 = now_ns();
+	t0 = umcg_now_ns();
 	ASSERT_EQ(0, pthread_kill(th, SIGUSR1));
 	ASSERT_EQ(0, pthread_join(th, NULL));
 	EXPECT_EQ(-EINTR, w.wait_ret) TH_LOG("wait: %s", strerror(-w.wait_ret));
@@ -346,10 +275,10 @@ static int wake_until_esrch(int fd, pid_t tid)
 	int ret = 0;
 
 	for (int i = 0; i < 5000; i++) {
-		ret = wake_(fd, tid);
+		ret = umcg_wake(fd, tid);
 		if (ret != 0)
 			break;
-		sleep_ms(1);
+		umcg_sleep_ms(1);
 	}
 	return ret;
 }
@@ -358,8 +287,8 @@ static void *reg_exit_fn(void *arg)
 {
 	struct waiter *w = arg;
 
-	w->reg_ret = reg(w->fd, UMCG_REGISTER_SERVER, NULL);
-	w->tid = gettid_();
+	w->reg_ret = umcg_reg(w->fd, UMCG_REGISTER_SERVER, 0, 0, NULL);
+	w->tid = umcg_gettid();
 	return NULL;
 }
 
@@ -371,13 +300,13 @@ TEST_F(w, wake_esrch)
 	pid_t child, ctid;
 
 	/* Nobody registered: not even the caller. */
-	EXPECT_EQ(-ESRCH, wake_(self->fd, gettid_()));
-	EXPECT_EQ(-ESRCH, wake_(self->fd, getpid() + 100000));
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, NULL));
-	EXPECT_EQ(0, wake_(self->fd, gettid_()));
-	EXPECT_EQ(-ESRCH, wake_(self->fd, 0));
-	EXPECT_EQ(-ESRCH, wake_(self->fd, -1));
-	EXPECT_EQ(-ESRCH, wake_(self->fd, 1));
+	EXPECT_EQ(-ESRCH, umcg_wake(self->fd, umcg_gettid()));
+	EXPECT_EQ(-ESRCH, umcg_wake(self->fd, getpid() + 100000));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	EXPECT_EQ(0, umcg_wake(self->fd, umcg_gettid()));
+	EXPECT_EQ(-ESRCH, umcg_wake(self->fd, 0));
+	EXPECT_EQ(-ESRCH, umcg_wake(self->fd, -1));
+	EXPECT_EQ(-ESRCH, umcg_wake(self->fd, 1));
 
 	/* A thread that exited registered. */
 	ASSERT_EQ(0, pthread_create(&th, NULL, reg_exit_fn, &w));
@@ -393,9 +322,9 @@ TEST_F(w, wake_esrch)
 		int fd2 = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 
 		close(pipefd[0]);
-		if (fd2 < 0 || reg(fd2, UMCG_REGISTER_SERVER, NULL))
+		if (fd2 < 0 || umcg_reg(fd2, UMCG_REGISTER_SERVER, 0, 0, NULL))
 			_exit(1);
-		ctid = gettid_();
+		ctid = umcg_gettid();
 		if (write(pipefd[1], &ctid, sizeof(ctid)) != sizeof(ctid))
 			_exit(2);
 		for (;;)
@@ -405,19 +334,19 @@ TEST_F(w, wake_esrch)
 	ASSERT_EQ(sizeof(ctid), read(pipefd[0], &ctid, sizeof(ctid)));
 	close(pipefd[0]);
 	EXPECT_EQ(child, ctid);
-	EXPECT_EQ(-ESRCH, wake_(self->fd, ctid));
+	EXPECT_EQ(-ESRCH, umcg_wake(self->fd, ctid));
 	ASSERT_EQ(0, kill(child, SIGKILL));
 	ASSERT_EQ(child, waitpid(child, &status, 0));
-	EXPECT_EQ(0, unreg(self->fd));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
 	/* Unregistered now. */
-	EXPECT_EQ(-ESRCH, wake_(self->fd, gettid_()));
+	EXPECT_EQ(-ESRCH, umcg_wake(self->fd, umcg_gettid()));
 }
 
 static void *wait_unreg_fn(void *arg)
 {
 	struct waiter *w = arg;
 
-	w->wait_ret = wait_(w->fd, 0, 0);
+	w->wait_ret = umcg_wait(w->fd, 0, 0);
 	return NULL;
 }
 
@@ -428,9 +357,9 @@ TEST_F(w, wait_unregistered)
 	pid_t child;
 	int status;
 
-	EXPECT_EQ(-ENOENT, wait_(self->fd, 0, 0));
-	EXPECT_EQ(-ENOENT, wait_(self->fd, UMCG_WAIT_ABSTIME, 1));
-	ASSERT_EQ(0, reg(self->fd, UMCG_REGISTER_SERVER, NULL));
+	EXPECT_EQ(-ENOENT, umcg_wait(self->fd, 0, 0));
+	EXPECT_EQ(-ENOENT, umcg_wait(self->fd, UMCG_WAIT_ABSTIME, 1));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
 	/* Another thread of the process, not registered. */
 	ASSERT_EQ(0, pthread_create(&th, NULL, wait_unreg_fn, &w));
 	ASSERT_EQ(0, pthread_join(th, NULL));
@@ -440,9 +369,9 @@ TEST_F(w, wait_unregistered)
 	child = fork();
 	ASSERT_LE(0, child);
 	if (child == 0) {
-		if (wait_(self->fd, 0, 0) != -EPERM)
+		if (umcg_wait(self->fd, 0, 0) != -EPERM)
 			_exit(1);
-		if (wake_(self->fd, getppid()) != -EPERM)
+		if (umcg_wake(self->fd, getppid()) != -EPERM)
 			_exit(2);
 		_exit(0);
 	}
@@ -450,8 +379,8 @@ TEST_F(w, wait_unregistered)
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("child status %#x", status);
 
-	EXPECT_EQ(0, unreg(self->fd));
-	EXPECT_EQ(-ENOENT, wait_(self->fd, 0, 0));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
+	EXPECT_EQ(-ENOENT, umcg_wait(self->fd, 0, 0));
 }
 
 /* WAKE racing with the exit of its target: 0 or -ESRCH, never worse. */
@@ -466,7 +395,7 @@ TEST_F(w, wake_exiting)
 		while (!w.tid)
 			;
 		do {
-			ret = wake_(self->fd, w.tid);
+			ret = umcg_wake(self->fd, w.tid);
 			ASSERT_TRUE(ret == 0 || ret == -ESRCH)
 				TH_LOG("wake: %s", strerror(-ret));
 		} while (ret == 0 && ++n < 100000);
@@ -503,8 +432,8 @@ static void *pp_fn(void *arg)
 	struct umcg_task *mine, *theirs;
 	int ret;
 
-	pp->reg_ret[me] = reg(pp->fd, UMCG_REGISTER_SERVER, &pp->off[me]);
-	pp->tid[me] = gettid_();
+	pp->reg_ret[me] = umcg_reg(pp->fd, UMCG_REGISTER_SERVER, 0, 0, &pp->off[me]);
+	pp->tid[me] = umcg_gettid();
 	pthread_barrier_wait(&pp->barrier);
 	if (pp->reg_ret[0] || pp->reg_ret[1])
 		return NULL;
@@ -512,7 +441,7 @@ static void *pp_fn(void *arg)
 	theirs = &pp->map[pp->off[other] / sizeof(*theirs)];
 	/* Thread 0 starts RUNNING (set before the barrier by the test). */
 	for (int i = 0; i < ROUNDS; i++) {
-		ret = wait_(pp->fd, 0, LONG_NS);
+		ret = umcg_wait(pp->fd, 0, LONG_NS);
 		if (ret) {
 			pp->err[me] = ret;
 			break;
@@ -524,18 +453,18 @@ static void *pp_fn(void *arg)
 		}
 		pp->turn++;
 		pp->rounds[me]++;
-		set_state(mine, UMCG_TASK_RUNNABLE);
-		set_state(theirs, UMCG_TASK_RUNNING);
+		umcg_state_store(mine, UMCG_TASK_RUNNABLE);
+		umcg_state_store(theirs, UMCG_TASK_RUNNING);
 		/* Thread 0 is done (and gone) after its last round. */
 		if (me == 1 && i == ROUNDS - 1)
 			break;
-		ret = wake_(pp->fd, pp->tid[other]);
+		ret = umcg_wake(pp->fd, pp->tid[other]);
 		if (ret) {
 			pp->err[me] = ret;
 			break;
 		}
 	}
-	unreg(pp->fd);
+	umcg_unreg(pp->fd);
 	return NULL;
 }
 
@@ -551,13 +480,13 @@ TEST_F_TIMEOUT(w, ping_pong, 180)
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, pp_fn, &a[i]));
 	/* Both registered (zeroed slots) once the first wait returns. */
 	while (!pp.tid[0] || !pp.tid[1])
-		sleep_ms(1);
+		umcg_sleep_ms(1);
 	pthread_barrier_wait(&pp.barrier);
 	ASSERT_EQ(0, pp.reg_ret[0]);
 	ASSERT_EQ(0, pp.reg_ret[1]);
-	set_state(&self->map[pp.off[0] / sizeof(struct umcg_task)],
+	umcg_state_store(&self->map[pp.off[0] / sizeof(struct umcg_task)],
 		  UMCG_TASK_RUNNING);
-	EXPECT_EQ(0, wake_(self->fd, pp.tid[0]));
+	EXPECT_EQ(0, umcg_wake(self->fd, pp.tid[0]));
 	for (int i = 0; i < 2; i++)
 		ASSERT_EQ(0, pthread_join(th[i], NULL));
 	EXPECT_EQ(0, pp.err[0]) TH_LOG("thread 0: %s", strerror(-pp.err[0]));
@@ -601,29 +530,15 @@ FIXTURE_TEARDOWN(life)
 	}
 }
 
-/* Unload, retrying while a dead process's files are still being put. */
-static int unload_eventually(void)
-{
-	int ret = -1;
-
-	for (int i = 0; i < 200; i++) {
-		ret = umcg_test_kmod_unload(UMCG_KMOD_NAME);
-		if (ret != -UMCG_EINUSE)
-			break;
-		sleep_ms(10);
-	}
-	return ret;
-}
-
 #define KILL_WAITERS	4
 
 static void *kill_waiter_fn(void *arg)
 {
 	int fd = *(int *)arg;
 
-	if (reg(fd, UMCG_REGISTER_SERVER, NULL))
+	if (umcg_reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL))
 		_exit(20);
-	wait_(fd, 0, 0);
+	umcg_wait(fd, 0, 0);
 	_exit(21);
 }
 
@@ -646,23 +561,23 @@ TEST_F(life, sigkill_in_wait)
 		if (fd < 0)
 			_exit(10);
 		len = map_size(fd);
-		if (!len || map_tasks(fd, len) == MAP_FAILED)
+		if (!len || umcg_map(fd, len) == MAP_FAILED)
 			_exit(11);
-		if (reg(fd, UMCG_REGISTER_SERVER, NULL))
+		if (umcg_reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL))
 			_exit(12);
 		for (int i = 0; i < KILL_WAITERS; i++)
 			if (pthread_create(&th[i], NULL, kill_waiter_fn, &fd))
 				_exit(13);
 		if (write(pipefd[1], &c, 1) != 1)
 			_exit(14);
-		wait_(fd, 0, 0);
+		umcg_wait(fd, 0, 0);
 		_exit(15);
 	}
 	close(pipefd[1]);
 	ASSERT_EQ(1, read(pipefd[0], &c, 1));
 	close(pipefd[0]);
 	/* Give the threads time to register and fall asleep. */
-	sleep_ms(300);
+	umcg_sleep_ms(300);
 	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 	/* Still there, asleep. */
 	EXPECT_EQ(0, waitpid(child, &status, WNOHANG));
@@ -670,7 +585,7 @@ TEST_F(life, sigkill_in_wait)
 	ASSERT_EQ(child, waitpid(child, &status, 0));
 	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
 		TH_LOG("status %#x", status);
-	EXPECT_EQ(0, unload_eventually());
+	EXPECT_EQ(0, umcg_unload_eventually(2000));
 	EXPECT_FALSE(umcg_test_kmod_loaded(UMCG_KMOD_NAME));
 }
 
