@@ -23,24 +23,6 @@
 
 #define MISC_MAJOR	10
 
-/* delete_module() of a module in use: -EWOULDBLOCK, not -EBUSY. */
-#define UMCG_EINUSE	EWOULDBLOCK
-
-/* A scanf() of one unsigned number from @path, or -1. */
-static long read_sys_number(const char *path)
-{
-	unsigned long v;
-	FILE *f;
-	int n;
-
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	n = fscanf(f, "%lu", &v);
-	fclose(f);
-	return n == 1 ? (long)v : -1;
-}
-
 /*
  * Every test starts with umcg.ko unloaded and leaves it as it found it, so
  * that the guest tests that run after this one see the same machine.
@@ -133,11 +115,11 @@ TEST_F(umcg_mod, unload_while_open_fails)
 	int fd;
 
 	ASSERT_EQ(0, umcg_test_kmod_load(self->path));
-	EXPECT_EQ(0, read_sys_number("/sys/module/umcg/refcnt"));
+	EXPECT_EQ(0, umcg_read_number("/sys/module/umcg/refcnt"));
 	fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, fd);
 	/* One reference for the open file, one for its group. */
-	EXPECT_EQ(2, read_sys_number("/sys/module/umcg/refcnt"));
+	EXPECT_EQ(2, umcg_read_number("/sys/module/umcg/refcnt"));
 
 	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 	EXPECT_TRUE(umcg_test_kmod_loaded(UMCG_KMOD_NAME));
@@ -147,7 +129,7 @@ TEST_F(umcg_mod, unload_while_open_fails)
 	EXPECT_EQ(UMCG_KMOD_TEST_FEATURES, info.features);
 
 	EXPECT_EQ(0, close(fd));
-	EXPECT_EQ(0, read_sys_number("/sys/module/umcg/refcnt"));
+	EXPECT_EQ(0, umcg_read_number("/sys/module/umcg/refcnt"));
 	EXPECT_EQ(0, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * kmod_raw.h - raw-ioctl helpers of the umcg.ko guest tests that drive
- * threads through the kernel moves by hand (kmod_ioctl_table, kmod_kill):
+ * threads through the kernel moves by hand (kmod_ioctl_table, kmod_kill,
+ * kmod_register, kmod_wait):
  * every call is one ioctl or one access to the shared area, no libumcg.
  * Include after kmod_test.h.
  *
@@ -25,9 +26,6 @@
 #include <unistd.h>
 
 #include <uapi/umcg.h>
-
-/* delete_module() of a module in use: -EWOULDBLOCK, not -EBUSY. */
-#define UMCG_EINUSE	EWOULDBLOCK
 
 #define UMCG_MS		1000000ULL
 

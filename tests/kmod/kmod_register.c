@@ -38,20 +38,6 @@ static bool all_zero(const void *p, size_t len)
 	return true;
 }
 
-static long read_sys_number(const char *path)
-{
-	unsigned long v;
-	FILE *f;
-	int n;
-
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	n = fscanf(f, "%lu", &v);
-	fclose(f);
-	return n == 1 ? (long)v : -1;
-}
-
 /* ---- One process, module loaded by whoever ---- */
 
 FIXTURE(reg) {
@@ -619,12 +605,12 @@ TEST_F(life, mapping_pins_module)
 	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 	ASSERT_EQ(0, close(fd));
 	/* The mapping's file, and the group it keeps. */
-	EXPECT_EQ(2, read_sys_number("/sys/module/umcg/refcnt"));
+	EXPECT_EQ(2, umcg_read_number("/sys/module/umcg/refcnt"));
 	EXPECT_EQ(-UMCG_EINUSE, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 	map[0].state = UMCG_TASK_RUNNABLE;
 	EXPECT_EQ(UMCG_TASK_RUNNABLE, map[0].state);
 	ASSERT_EQ(0, munmap(map, self->len));
-	EXPECT_EQ(0, read_sys_number("/sys/module/umcg/refcnt"));
+	EXPECT_EQ(0, umcg_read_number("/sys/module/umcg/refcnt"));
 	EXPECT_EQ(0, umcg_test_kmod_unload(UMCG_KMOD_NAME));
 }
 

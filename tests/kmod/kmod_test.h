@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,6 +21,24 @@
 #define UMCG_KMOD_TEST_FEATURES \
 	(UMCG_FEATURE_INFO | UMCG_FEATURE_REGISTER | UMCG_FEATURE_WAIT | \
 	 UMCG_FEATURE_SWITCH | UMCG_FEATURE_BLOCK | UMCG_FEATURE_PREEMPT)
+
+/* delete_module() of a module in use: -EWOULDBLOCK, not -EBUSY. */
+#define UMCG_EINUSE	EWOULDBLOCK
+
+/* A scanf() of one unsigned number from @path, or -1. */
+static inline long umcg_read_number(const char *path)
+{
+	unsigned long v;
+	FILE *f;
+	int n;
+
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	n = fscanf(f, "%lu", &v);
+	fclose(f);
+	return n == 1 ? (long)v : -1;
+}
 
 /*
  * Put the path of this kernel's umcg.ko in @path.  SKIPs (and returns
