@@ -253,8 +253,7 @@ WHY = [
     "pair pays two system calls and a context switch, so one system call less "
     "is what the design saves where both run on one CPU: the pinned pair is "
     "the bound, and 5x the unpinned pair is reachable only where the stock "
-    "scheduler's cross-CPU wake-ups are very dear (6.12 under TCG comes "
-    "close). The user backend cannot do wake-and-wait in one call: it wakes "
+    "scheduler's cross-CPU wake-ups are very dear. The user backend cannot do wake-and-wait in one call: it wakes "
     "the target, then waits, and the woken target often preempts it in "
     "between (about 1.5 context switches per switch on the host).",
     # pipeline
