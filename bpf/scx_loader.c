@@ -272,6 +272,10 @@ int umcg_scx_pin(struct umcg_scx *s, const char *dir)
 		}
 	}
 
+	ret = umcg_scx_pin_progs(s->skel->obj, dir);
+	if (ret)
+		goto err;
+
 	/* Last: the link pin says "loaded" (scx_pin.h). */
 	if (snprintf(path, sizeof(path), "%s/%s", dir, UMCG_SCX_PIN_LINK) >=
 	    (int)sizeof(path)) {

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <linux/magic.h>
 
 #include "scx_maps.h"
@@ -34,6 +35,38 @@ const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
 #endif
 	{ NULL, 0 }
 };
+
+const struct umcg_scx_pin_spec umcg_scx_pinned_progs[] = {
+#ifdef UMCG_HAVE_SCX_ENFORCE
+	{ "umcg_register",	0600 },
+	{ "umcg_pick",		0600 },
+	{ "umcg_unregister",	0600 },
+	{ "umcg_poke",		0600 },
+#endif
+	{ NULL, 0 }
+};
+
+int umcg_scx_pin_progs(struct bpf_object *obj, const char *dir)
+{
+	const struct umcg_scx_pin_spec *spec;
+	char path[PATH_MAX];
+
+	for (spec = umcg_scx_pinned_progs; spec->name; spec++) {
+		struct bpf_program *prog;
+		int fd;
+
+		prog = bpf_object__find_program_by_name(obj, spec->name);
+		fd = prog ? bpf_program__fd(prog) : -1;
+		if (fd < 0)
+			return -ENOENT;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, spec->name) >=
+		    (int)sizeof(path))
+			return -ENAMETOOLONG;
+		if (bpf_obj_pin(fd, path) || chmod(path, spec->mode))
+			return -errno;
+	}
+	return 0;
+}
 
 /* How long umcg_scx_pinned_unload() waits for a detach by unpinning. */
 #define UNLOAD_WAIT_MS	5000

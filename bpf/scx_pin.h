@@ -25,6 +25,14 @@
  *                     cannot be mmapped at all, because mmap drops
  *                     VM_SHARED for a file opened without write access and
  *                     BPF refuses a mapping without it (-EINVAL on 7.3).
+ *   umcg_register, umcg_pick, umcg_unregister, umcg_poke
+ *               0600  the enforcer's SEC("syscall") commands
+ *                     (umcg_scx_enforce.h), only with UMCG_SCX_ENFORCE,
+ *                     for libumcg's scx backend, which opens them with
+ *                     BPF_OBJ_GET and runs them with BPF_PROG_TEST_RUN.
+ *                     Root only for now: the commands check who calls
+ *                     them, but whether unprivileged BPF_PROG_TEST_RUN of
+ *                     a syscall program works is not settled yet.
  *
  * The link pin is the mark of "loaded by umcgctl": the maps are pinned
  * first and the link last, and unloading removes the link first.  A
@@ -77,6 +85,17 @@ struct umcg_scx_pin_spec {
 
 /* The maps that umcg_scx_pin() pins; the array ends with a NULL name. */
 extern const struct umcg_scx_pin_spec umcg_scx_pinned_maps[];
+/* The programs it pins (by program name); ends with a NULL name. */
+extern const struct umcg_scx_pin_spec umcg_scx_pinned_progs[];
+
+struct bpf_object;
+
+/*
+ * Pin umcg_scx_pinned_progs of @obj (the loaded scheduler) into @dir, for
+ * umcg_scx_pin(), before the link.  -ENOENT: a program is missing.  Pins
+ * made before an error stay: the caller removes @dir.
+ */
+int umcg_scx_pin_progs(struct bpf_object *obj, const char *dir);
 
 /* Report of umcg_scx_bpffs_prepare(): what it changed on the system. */
 #define UMCG_SCX_BPFFS_MOUNTED	0x1	/* mounted bpffs on the parent */

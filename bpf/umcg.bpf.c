@@ -219,8 +219,13 @@ void UMCG_OPS(dispatch, s32 cpu, struct task_struct *prev)
 	if (enf_dispatch(cpu))
 		return;
 #endif
-	if (umcg_dsq_move_to_local(UMCG_SCX_DSQ_FIFO))
+	if (umcg_dsq_move_to_local(UMCG_SCX_DSQ_FIFO)) {
 		stat_inc(UMCG_SCX_STAT_DISPATCH);
+		return;
+	}
+#ifdef UMCG_SCX_ENFORCE
+	enf_dispatch_preempted(cpu);
+#endif
 }
 
 void UMCG_OPS(running, struct task_struct *p)
@@ -244,11 +249,6 @@ void UMCG_OPS(runnable, struct task_struct *p, u64 enq_flags)
 	enf_runnable(p, enq_flags);
 }
 
-void UMCG_OPS(stopping, struct task_struct *p, bool runnable)
-{
-	enf_stopping(p, runnable);
-}
-
 void UMCG_OPS(exit_task, struct task_struct *p, struct scx_exit_task_args *args)
 {
 	enf_exit_task(p);
@@ -261,6 +261,9 @@ void UMCG_OPS(quiescent, struct task_struct *p, u64 deq_flags)
 
 	if (!(deq_flags & SCX_DEQ_SLEEP))
 		return;
+#ifdef UMCG_SCX_ENFORCE
+	enf_quiescent(p);
+#endif
 	t = task_ctx(p);
 	if (t)
 		t->block++;
@@ -347,7 +350,6 @@ struct sched_ext_ops umcg_ops = {
 	.quiescent	= (void *)umcg_quiescent,
 #ifdef UMCG_SCX_ENFORCE
 	.runnable	= (void *)umcg_runnable,
-	.stopping	= (void *)umcg_stopping,
 	.exit_task	= (void *)umcg_exit_task,
 #endif
 	.enable		= (void *)umcg_enable,

@@ -17,18 +17,24 @@
  *    mmapable array that processes map read-only, and sets the slot's bit
  *    in the group's event bitmap on every move it makes.
  *
- * b. Block.  stopping(p, runnable=false) of a RUNNING worker: publish
+ * b. Block.  quiescent(p, SCX_DEQ_SLEEP) of a RUNNING worker: publish
  *    BLOCKED (cpu, blocked_ns, seq, event) and set need_server on that CPU,
  *    whose next ops.dispatch (it comes at once: the CPU lost its task)
  *    moves the CPU's held server to its local DSQ.  No user-space round
  *    trip.
  *
  * c. Servers are SCHED_EXT and never sleep for the scheduler: whenever one
- *    is enqueued (it yielded, its slice ended, it woke) it is inserted into
- *    UMCG_SCX_DSQ_SERVER(its cpu), runnable but held.  dispatch runs it
+ *    is enqueued (it yielded, its slice ended) it is inserted into
+ *    UMCG_SCX_DSQ_SERVER(its cpu), runnable but held.  A server that wakes
+ *    from a sleep of its own (a lock, a futex) was busy and goes to its
+ *    CPU's local DSQ.  dispatch runs it
  *    when need_server is set: its CPU's worker blocked, a worker it serves
  *    woke (news), or the heartbeat timer found it held for
- *    UMCG_SCX_HEARTBEAT_NS (the watchdog must never see it wait).
+ *    UMCG_SCX_HEARTBEAT_NS (the watchdog must never see it wait).  The
+ *    heartbeat and umcg_poke (k) move it to the head of its CPU's local
+ *    DSQ themselves (enf_run_server_now()): a CPU whose local DSQ never
+ *    runs empty, because workers hand it to each other with umcg_pick,
+ *    never calls dispatch.
  *
  * d. Wake holding.  select_cpu of a BLOCKED worker inserts nothing, so the
  *    wake-up reaches runnable(p, SCX_ENQ_WAKEUP): publish RUNNABLE
@@ -39,15 +45,16 @@
  * e. Pick.  The SEC("syscall") program umcg_pick(tid, cpu), run by any
  *    thread of the worker's process, finds the held worker in its group's
  *    DSQ, moves it to SCX_DSQ_LOCAL_ON | cpu (scx_bpf_dsq_move, allowed in
- *    syscall programs), kicks the CPU and publishes RUNNING.
+ *    syscall programs), kicks the CPU and publishes RUNNING.  For a worker
+ *    that is not held, see i.
  *
  * f. Liveness.  A timer (UMCG_SCX_TIMER_NS) asks for the heartbeat of
  *    servers held too long and, for a worker held longer than
  *    UMCG_SCX_HOLD_MAX_NS (less than half the default watchdog), sets
  *    release_pending and kicks a CPU, whose dispatch releases every expired
  *    worker to SCX_DSQ_GLOBAL and publishes RUNNING: a late C3, never an
- *    ejection.  The timer only kicks: moves happen in dispatch and in the
- *    syscall programs, where the kernel allows them.
+ *    ejection.  Expired workers are moved in dispatch; servers whose
+ *    heartbeat is due are moved by the timer itself (c).
  *
  * g. A RUNNING worker that is preempted or whose slice ends goes to
  *    UMCG_SCX_DSQ_WORKER(cpu), not to the local DSQ, so that its CPU still
@@ -57,14 +64,54 @@
  *    without it the kernel keeps running a server that yields with
  *    nothing else queued, and a held server would in fact spin.  Tasks
  *    that are not ours get SCX_ENQ_LAST enqueues inserted into the local
- *    DSQ, which is what the kernel did for them without the flag.
+ *    DSQ, which is what the kernel did for them without the flag.  A
+ *    worker queued in UMCG_SCX_DSQ_WORKER(cpu) gets its CPU kicked (only
+ *    that CPU's dispatch takes it), and dispatch takes threads that are
+ *    not ours (the FIFO) before it, so that a spinning worker cannot keep
+ *    them off the CPU.  A RUNNING worker that wakes up (a sleep the
+ *    scheduler did not take for a block) goes to the local DSQ.  A
+ *    worker picked (e, i) for a CPU whose server is due (need_server)
+ *    goes to that CPU's worker DSQ instead of its local DSQ, so that
+ *    dispatch runs the server first (enf_worker_dsq()).
  *
  * h. Exit.  exit_task of a registered thread publishes DONE (an event) and
  *    frees its slot; the group is freed with its last thread.
  *
- * Not yet: unregister, switch, park, time slice (C6), the policy queueing
- * the next worker per core, clearing events (the map is read-only: the
- * library compares seq), the pinned programs for unprivileged processes.
+ * i. Pick of a worker that is not held.  libumcg's scx backend hands a
+ *    core over by making the worker's own word RUNNING, futex-waking it,
+ *    then running umcg_pick: the wake-up may reach runnable() after the
+ *    pick.  So the worker's state is mirrored in its slot (enf_slot.state,
+ *    which pick can reach without the task), and pick and runnable()
+ *    settle who moves it off BLOCKED with a compare-and-swap there.  Pick
+ *    of a BLOCKED worker stores the CPU in pick_cpu, wins the CAS to
+ *    RUNNING and publishes RUNNING; runnable() then loses its CAS and does
+ *    not hold the worker; select_cpu prefers that CPU and enqueue inserts
+ *    it into SCX_DSQ_LOCAL_ON | cpu (if its affinity allows: else the
+ *    local DSQ of the CPU it woke on), consuming pick_cpu.  If runnable()
+ *    wins, pick takes pick_cpu back and moves the held worker as in e.
+ *    Pick of a worker the scheduler sees RUNNING does nothing: the caller's
+ *    wake-up found it before it slept (then it does not sleep).  All this
+ *    only with UMCG_SCX_PICK_WOKEN ("I just woke it from the sleep it was
+ *    in when its slot's seq read args->pad"), and only while the slot's
+ *    seq still reads that: a worker that woke by itself and slept again
+ *    (a block the caller must not end) is left alone.  Otherwise pick
+ *    moves held workers only (-EAGAIN for any other).  A pick's
+ *    caller on the target CPU is not kicked: it yields or sleeps next.
+ *
+ * j. Unregister.  The SEC("syscall") program umcg_unregister: the caller
+ *    leaves (published NEW, slot and group reference freed); it should
+ *    then switch itself back to SCHED_OTHER.
+ *
+ * k. Poke.  The SEC("syscall") program umcg_poke(cpu) runs the held server
+ *    of @cpu, which must be a server of the caller's process: need_server
+ *    and a preempting kick.  need_server stays set until dispatch finds the
+ *    server held, so a poke that comes while the server runs is not lost
+ *    when the server yields right after it looked.
+ *
+ * Not yet: switch (fused), park, time slice (C6), the policy queueing the
+ * next worker per core, clearing events (the map is read-only: the
+ * library compares seq), pinned programs for unprivileged processes (the
+ * program pins are root-only, scx_pin.h).
  */
 #ifndef UMCG_ENFORCE_BPF_H
 #define UMCG_ENFORCE_BPF_H
@@ -76,6 +123,9 @@
 
 #ifndef WRITE_ONCE
 #define WRITE_ONCE(x, v)	(*(volatile typeof(x) *)&(x) = (v))
+#endif
+#ifndef READ_ONCE
+#define READ_ONCE(x)		(*(volatile typeof(x) *)&(x))
 #endif
 
 #ifndef CLOCK_MONOTONIC
@@ -108,6 +158,7 @@ struct enf_task {
 	u32	state;		/* UMCG_TASK_* as published */
 	u32	cpu;		/* server: its CPU; worker: its server's CPU */
 	u32	held;		/* worker: in its group DSQ, waiting for pick */
+	u32	tid;		/* the tid it registered with: its slot's key */
 	u64	held_ns;	/* worker: when it was held */
 };
 
@@ -116,6 +167,15 @@ struct enf_slot {
 	u32	tgid;
 	u32	role;
 	u32	cpu;
+	/*
+	 * Worker: its state as published, where umcg_pick (which cannot
+	 * reach the task's storage) and runnable() settle who moves it off
+	 * BLOCKED, by compare-and-swap (see i. in the design comment).
+	 */
+	u32	state;
+	u32	pick_cpu;	/* picked while asleep: its CPU + 1; 0: none */
+	u32	group;		/* its group: the DSQ pick looks in */
+	u32	pad;
 };
 
 struct enf_group {
@@ -216,6 +276,23 @@ static __always_inline struct umcg_scx_shared *enf_shared(void)
 	return bpf_map_lookup_elem(&shared, &zero);
 }
 
+static __always_inline struct enf_slot *enf_slot_of(struct enf_task *t)
+{
+	u32 idx = t->slot;
+
+	return bpf_map_lookup_elem(&slots, &idx);
+}
+
+/* Bump @slot's seq and set its bit in group @g's bitmap, after its word. */
+static __always_inline void enf_announce(struct umcg_scx_shared *sh, u32 slot,
+					 u32 g)
+{
+	slot &= UMCG_SCX_MAX_TASKS - 1;
+	g &= UMCG_SCX_MAX_GROUPS - 1;
+	__sync_fetch_and_add(&sh->task[slot].seq, 1);
+	__sync_fetch_and_or(&sh->events[g][slot / 64], 1ULL << (slot % 64));
+}
+
 /*
  * Publish @t's new @state into its slot: the word, then the timestamp,
  * then seq (atomic: a full barrier), then the group's event bit (atomic
@@ -231,9 +308,12 @@ static __always_inline void enf_publish(struct enf_task *t, u32 state,
 	struct umcg_scx_shared *sh = enf_shared();
 	u32 slot = t->slot & (UMCG_SCX_MAX_TASKS - 1);
 	u32 g = t->group & (UMCG_SCX_MAX_GROUPS - 1);
+	struct enf_slot *s = enf_slot_of(t);
 	struct umcg_task *ut;
 
 	t->state = state;
+	if (s)
+		WRITE_ONCE(s->state, state);
 	if (!sh)
 		return;
 	ut = &sh->task[slot];
@@ -244,8 +324,21 @@ static __always_inline void enf_publish(struct enf_task *t, u32 state,
 	} else if (which_ns == ENF_TS_WOKEN) {
 		ut->woken_ns = bpf_ktime_get_ns();
 	}
-	__sync_fetch_and_add(&ut->seq, 1);
-	__sync_fetch_and_or(&sh->events[g][slot / 64], 1ULL << (slot % 64));
+	enf_announce(sh, slot, g);
+}
+
+/*
+ * The local DSQ a worker picked for @cpu goes to: @cpu's own, unless its
+ * server is due (need_server), which only dispatch runs: then @cpu's
+ * worker DSQ, which dispatch takes after the server.
+ */
+static __always_inline u64 enf_worker_dsq(u32 cpu)
+{
+	struct enf_cpu *c = enf_cpu_of(cpu);
+
+	if (c && READ_ONCE(c->need_server) && cpu < UMCG_SCX_MAX_CPUS)
+		return UMCG_SCX_DSQ_WORKER(cpu);
+	return SCX_DSQ_LOCAL_ON | cpu;
 }
 
 /* Ask @cpu's next dispatch for its held server; kick it if it idles. */
@@ -274,7 +367,14 @@ static __always_inline bool enf_select_cpu(struct task_struct *p, s32 prev_cpu,
 		return true;
 	}
 	if (t->state == UMCG_TASK_BLOCKED) {
-		*cpu = prev_cpu;
+		struct enf_slot *s = enf_slot_of(t);
+		u32 pc = s ? READ_ONCE(s->pick_cpu) : 0;
+
+		/* Picked while asleep (i): wake up where it was picked for. */
+		if (pc && READ_ONCE(s->state) == UMCG_TASK_RUNNING)
+			*cpu = pc - 1;
+		else
+			*cpu = prev_cpu;
 		return true;
 	}
 	return false;
@@ -283,6 +383,7 @@ static __always_inline bool enf_select_cpu(struct task_struct *p, s32 prev_cpu,
 /* ops.runnable */
 static __always_inline void enf_runnable(struct task_struct *p, u64 enq_flags)
 {
+	struct enf_slot *s;
 	struct enf_task *t;
 
 	if (!(enq_flags & SCX_ENQ_WAKEUP))
@@ -290,11 +391,26 @@ static __always_inline void enf_runnable(struct task_struct *p, u64 enq_flags)
 	t = enf_task_of(p);
 	if (!t || t->role != ENF_ROLE_WORKER || t->state != UMCG_TASK_BLOCKED)
 		return;
+	s = enf_slot_of(t);
+	if (s && __sync_val_compare_and_swap(&s->state, UMCG_TASK_BLOCKED,
+					     UMCG_TASK_RUNNABLE) !=
+		 UMCG_TASK_BLOCKED) {
+		/*
+		 * umcg_pick got there first (i): it published RUNNING and
+		 * left the CPU in s->pick_cpu, which enqueue() consumes.
+		 */
+		t->state = UMCG_TASK_RUNNING;
+		return;
+	}
 	t->held = 1;
 	t->held_ns = bpf_ktime_get_ns();
 	enf_publish(t, UMCG_TASK_RUNNABLE, ENF_TS_WOKEN, 0);
 	enf_stat(UMCG_SCX_ENF_WAKE_HELD);
-	enf_poke_server(t->cpu, SCX_KICK_IDLE);
+	/*
+	 * Preempt: the server must look now even if a worker runs on its
+	 * CPU, as another core may be idle for the woken one.
+	 */
+	enf_poke_server(t->cpu, SCX_KICK_PREEMPT);
 }
 
 /* ops.enqueue: true if @p was inserted. */
@@ -306,12 +422,40 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 	if (!t)
 		return false;
 	if (t->role == ENF_ROLE_SERVER) {
-		umcg_dsq_insert(p, UMCG_SCX_DSQ_SERVER(t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
-				slice, enq_flags);
-		/* A server that woke up from its own sleep has news of its own. */
+		/*
+		 * A server that woke up from its own sleep (a lock, a
+		 * futex) was busy: it runs, like any woken thread, on its
+		 * CPU.  Otherwise (it yielded, was preempted) it is held.
+		 */
 		if (enq_flags & SCX_ENQ_WAKEUP)
-			enf_poke_server(t->cpu, SCX_KICK_IDLE);
+			umcg_dsq_insert(p, SCX_DSQ_LOCAL_ON | (t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
+					slice, enq_flags);
+		else
+			umcg_dsq_insert(p, UMCG_SCX_DSQ_SERVER(t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
+					slice, enq_flags);
 		return true;
+	}
+	if (t->role == ENF_ROLE_WORKER && !t->held &&
+	    (enq_flags & SCX_ENQ_WAKEUP)) {
+		struct enf_slot *s = enf_slot_of(t);
+		u32 pc = s ? READ_ONCE(s->pick_cpu) : 0;
+
+		if (pc && __sync_val_compare_and_swap(&s->pick_cpu, pc, 0) == pc) {
+			u32 cpu = pc - 1;
+
+			/* Picked while asleep (i): straight to its CPU. */
+			enf_stat(UMCG_SCX_ENF_PICK_DIRECT);
+			if (cpu < scx_bpf_nr_cpu_ids() &&
+			    bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+				umcg_dsq_insert(p, enf_worker_dsq(cpu), slice,
+						enq_flags);
+				if (cpu != bpf_get_smp_processor_id())
+					scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			} else {
+				umcg_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+			}
+			return true;
+		}
 	}
 	if (t->held) {
 		/* runnable() holds only BLOCKED workers it made RUNNABLE. */
@@ -325,8 +469,12 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 	if (t->state == UMCG_TASK_RUNNING) {
 		u32 cpu = scx_bpf_task_cpu(p);
 
-		/* Nothing else wants its CPU: it keeps it (see g). */
-		if (enq_flags & SCX_ENQ_LAST) {
+		/*
+		 * Nothing else wants its CPU: it keeps it (see g).  A wake-up
+		 * of a RUNNING worker (its sleep was not one the scheduler
+		 * holds) runs on the CPU it woke on.
+		 */
+		if (enq_flags & (SCX_ENQ_LAST | SCX_ENQ_WAKEUP)) {
 			umcg_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
 			return true;
 		}
@@ -334,20 +482,25 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		if (cpu < UMCG_SCX_MAX_CPUS) {
 			umcg_dsq_insert(p, UMCG_SCX_DSQ_WORKER(cpu), slice,
 					enq_flags);
+			/* Only its CPU's dispatch takes it: make sure one comes. */
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 			return true;
 		}
 	}
 	return false;
 }
 
-/* ops.stopping */
-static __always_inline void enf_stopping(struct task_struct *p, bool runnable)
+/*
+ * ops.quiescent with SCX_DEQ_SLEEP: @p went to sleep.  Not ops.stopping
+ * (runnable=false): that also comes for a running task that is only taken
+ * off its runqueue and put back (sched_setaffinity(), sched_setscheduler()
+ * of itself), which is no block, and gets no wake-up to end it.
+ */
+static __always_inline void enf_quiescent(struct task_struct *p)
 {
 	struct enf_task *t;
 	u32 cpu;
 
-	if (runnable)
-		return;
 	t = enf_task_of(p);
 	if (!t || t->role != ENF_ROLE_WORKER || t->state != UMCG_TASK_RUNNING)
 		return;
@@ -390,7 +543,7 @@ static __always_inline void enf_release_expired(void)
 	}
 }
 
-/* ops.dispatch: true if it moved something to @cpu's local DSQ. */
+/* ops.dispatch, first: true if it moved something to @cpu's local DSQ. */
 static __always_inline bool enf_dispatch(s32 cpu)
 {
 	struct enf_cpu *c;
@@ -405,15 +558,30 @@ static __always_inline bool enf_dispatch(s32 cpu)
 	if (!c)
 		return false;
 	if (c->need_server) {
-		c->need_server = 0;
 		if (umcg_dsq_move_to_local(UMCG_SCX_DSQ_SERVER(cpu))) {
+			c->need_server = 0;
 			c->server_ns = bpf_ktime_get_ns();
 			enf_stat(UMCG_SCX_ENF_SERVER_RUN);
 			return true;
 		}
-		/* It runs, or sleeps: it will look when it is back. */
+		/*
+		 * It runs, or sleeps.  need_server stays set: a server that
+		 * yields right after it looked (a poke it could not see yet)
+		 * is run again by the next dispatch, not at the heartbeat.
+		 */
 		enf_stat(UMCG_SCX_ENF_SERVER_MISS);
 	}
+	return false;
+}
+
+/*
+ * ops.dispatch, after the FIFO of threads that are not ours (a worker that
+ * spins must not keep them off the CPU for good): @cpu's preempted worker.
+ */
+static __always_inline bool enf_dispatch_preempted(s32 cpu)
+{
+	if (cpu < 0 || cpu >= UMCG_SCX_MAX_CPUS)
+		return false;
 	return umcg_dsq_move_to_local(UMCG_SCX_DSQ_WORKER(cpu));
 }
 
@@ -444,13 +612,53 @@ static __always_inline void enf_exit_task(struct task_struct *p)
 	s = bpf_map_lookup_elem(&slots, &idx);
 	if (!s)
 		return;
-	/* Only this thread frees its slot, and it held it until now. */
-	if (s->tid != p->pid) {
-		scx_bpf_error("umcg: slot %u of %d owned by %u", idx, p->pid,
-			      s->tid);
+	/*
+	 * Only this thread frees its slot, and it held it until now.  The
+	 * slot is keyed by the tid the thread registered with, not by its
+	 * pid now: a thread that is not the leader and calls execve() takes
+	 * the leader's tid, and the leader gets the old one (de_thread), so
+	 * p->pid may legitimately differ.  Comparing with p->pid made any
+	 * process able to eject the scheduler for everyone that way.
+	 */
+	if (s->tid != t->tid) {
+		scx_bpf_error("umcg: slot %u of %d (tid %u) owned by %u", idx,
+			      p->pid, t->tid, s->tid);
 		return;
 	}
+	WRITE_ONCE(s->pick_cpu, 0);
+	WRITE_ONCE(s->state, UMCG_TASK_NEW);
 	WRITE_ONCE(s->tid, 0);
+}
+
+/*
+ * Put @cpu's held server at the head of @cpu's local DSQ, preempting what
+ * runs there.  For the heartbeat and umcg_poke: a CPU whose local DSQ never
+ * runs empty (workers handing it to each other with umcg_pick) never calls
+ * dispatch, and need_server alone would leave its server to the watchdog.
+ * Timer and syscall programs only (scx_bpf_dsq_move outside ops).
+ */
+static __always_inline bool enf_run_server_now(u32 cpu)
+{
+	struct task_struct *p;
+	bool moved = false;
+
+	if (cpu >= UMCG_SCX_MAX_CPUS)
+		return false;
+	bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_SERVER(cpu), 0) {
+		moved = scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu,
+					 SCX_ENQ_HEAD | SCX_ENQ_PREEMPT);
+		break;
+	}
+	if (moved) {
+		struct enf_cpu *c = enf_cpu_of(cpu);
+
+		if (c) {
+			c->server_ns = bpf_ktime_get_ns();
+			WRITE_ONCE(c->need_server, 0);
+		}
+		enf_stat(UMCG_SCX_ENF_SERVER_RUN);
+	}
+	return moved;
 }
 
 static int enf_timer_fn(void *map, int *key, struct bpf_timer *timer)
@@ -471,7 +679,8 @@ static int enf_timer_fn(void *map, int *key, struct bpf_timer *timer)
 		if (!c || now - c->server_ns < UMCG_SCX_HEARTBEAT_NS)
 			continue;
 		enf_stat(UMCG_SCX_ENF_HEARTBEAT);
-		enf_poke_server(cpu, SCX_KICK_PREEMPT);
+		if (!enf_run_server_now(cpu))
+			enf_poke_server(cpu, SCX_KICK_PREEMPT);
 	}
 	bpf_for(g, 0, UMCG_SCX_MAX_GROUPS) {
 		if (scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_GROUP(g)) <= 0)
@@ -641,6 +850,8 @@ int umcg_register(struct umcg_scx_register_args *args)
 	s->tgid = tgid;
 	s->role = role;
 	s->cpu = cpu;
+	s->pick_cpu = 0;
+	s->group = g;
 
 	sh = enf_shared();
 	if (sh) {
@@ -657,6 +868,7 @@ int umcg_register(struct umcg_scx_register_args *args)
 	t->cpu = cpu;
 	t->held = 0;
 	t->held_ns = 0;
+	t->tid = tid;
 	t->state = UMCG_TASK_RUNNING;
 	/* Last: from here the hooks treat the caller as ours. */
 	WRITE_ONCE(t->role, role);
@@ -678,10 +890,15 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	u32 tid = args->tid, cpu = args->cpu;
 	struct task_struct *p;
+	struct umcg_scx_shared *sh;
+	struct enf_slot *sp;
 	int ret = -EAGAIN;
-	s32 gi = -1;
+	s32 gi = -1, si = -1;
+	u32 st;
 
-	if (args->flags || args->pad || !tid || cpu >= scx_bpf_nr_cpu_ids())
+	if ((args->flags & ~UMCG_SCX_PICK_WOKEN) ||
+	    (args->pad && !(args->flags & UMCG_SCX_PICK_WOKEN)) || !tid ||
+	    cpu >= scx_bpf_nr_cpu_ids())
 		return -EINVAL;
 	/* The caller's group: a tid of another process is -ESRCH. */
 	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
@@ -690,20 +907,54 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 		if (s && s->tid == tid) {
 			if (s->tgid != tgid || s->role != ENF_ROLE_WORKER)
 				return -ESRCH;
-			gi = 0;
+			si = i;
 			break;
 		}
 	}
-	if (gi < 0)
+	if (si < 0)
 		return -ESRCH;
-	bpf_for(i, 0, UMCG_SCX_MAX_GROUPS) {
-		struct enf_group *g = bpf_map_lookup_elem(&groups, &i);
+	/*
+	 * Its own group's DSQ (the slot says which): two threads of a
+	 * process registering at once may each have claimed a group.
+	 */
+	sp = bpf_map_lookup_elem(&slots, &si);
+	if (!sp)
+		return -ESRCH;
+	gi = sp->group & (UMCG_SCX_MAX_GROUPS - 1);
 
-		if (g && g->tgid == tgid) {
-			gi = i;
-			break;
+	/*
+	 * UMCG_SCX_PICK_WOKEN, not held (i): running already, or asleep
+	 * with its wake-up coming.
+	 */
+	st = READ_ONCE(sp->state);
+	if (!(args->flags & UMCG_SCX_PICK_WOKEN))
+		goto held;
+	/* Moved since the caller woke it: a later sleep, not ours to end. */
+	sh = enf_shared();
+	if (!sh || (u32)sh->task[si & (UMCG_SCX_MAX_TASKS - 1)].seq != args->pad)
+		goto held;
+	if (st == UMCG_TASK_RUNNING)
+		return 0;
+	if (st == UMCG_TASK_BLOCKED) {
+		WRITE_ONCE(sp->pick_cpu, cpu + 1);
+		if (__sync_val_compare_and_swap(&sp->state, UMCG_TASK_BLOCKED,
+						UMCG_TASK_RUNNING) ==
+		    UMCG_TASK_BLOCKED) {
+			sh = enf_shared();
+			if (sh) {
+				WRITE_ONCE(sh->task[si & (UMCG_SCX_MAX_TASKS - 1)].state,
+					   UMCG_TASK_RUNNING);
+				enf_announce(sh, si, gi);
+			}
+			enf_stat(UMCG_SCX_ENF_PICK_ASLEEP);
+			return 0;
 		}
+		/* runnable() held it meanwhile: move it like any held one. */
+		__sync_val_compare_and_swap(&sp->pick_cpu, cpu + 1, 0);
+	} else if (st != UMCG_TASK_RUNNABLE) {
+		return -ESRCH;	/* exiting */
 	}
+held:
 
 	bpf_rcu_read_lock();
 	bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_GROUP(gi & (UMCG_SCX_MAX_GROUPS - 1)), 0) {
@@ -720,8 +971,13 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 			ret = -EINVAL;
 			break;
 		}
-		if (scx_bpf_dsq_move(ENF_ITER, p,
-				     SCX_DSQ_LOCAL_ON | cpu, 0)) {
+		if (scx_bpf_dsq_move(ENF_ITER, p, enf_worker_dsq(cpu), 0)) {
+			t->held = 0;
+			enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+			enf_stat(UMCG_SCX_ENF_PICK);
+			ret = 0;
+		} else if (scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_GLOBAL, 0)) {
+			/* It cannot go to @cpu now (migration disabled): anywhere. */
 			t->held = 0;
 			enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
 			enf_stat(UMCG_SCX_ENF_PICK);
@@ -730,9 +986,87 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 		break;
 	}
 	bpf_rcu_read_unlock();
-	if (!ret)
+	/* A caller on @cpu gives it up itself: it yields or sleeps next. */
+	if (!ret && cpu != bpf_get_smp_processor_id())
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	return ret;
+}
+
+/* Drop @tgid's group reference @g (the last one frees it). */
+static __always_inline void enf_group_put(u32 g, u32 tgid)
+{
+	struct enf_group *gr = bpf_map_lookup_elem(&groups, &g);
+
+	if (gr && __sync_fetch_and_add(&gr->nr, -1) == 1)
+		__sync_val_compare_and_swap(&gr->tgid, tgid, 0);
+}
+
+SEC("syscall")
+int umcg_unregister(struct umcg_scx_unregister_args *args)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tgid = id >> 32;
+	struct umcg_scx_shared *sh;
+	struct enf_task *t;
+	struct enf_slot *s;
+	u32 idx;
+
+	if (args->flags || args->pad || args->reserved)
+		return -EINVAL;
+	t = enf_task_of(cur);
+	if (!t)
+		return -ENOENT;
+	idx = t->slot;
+	s = bpf_map_lookup_elem(&slots, &idx);
+	if (!s || s->tid != t->tid) {
+		scx_bpf_error("umcg: unregister: slot %u of %d (tid %u) lost",
+			      idx, (u32)id, t->tid);
+		return -EINVAL;
+	}
+	/* Published NEW: the slot reads free; no hook looks at it now. */
+	t->state = UMCG_TASK_NEW;
+	WRITE_ONCE(t->role, 0);
+	t->held = 0;
+	sh = enf_shared();
+	if (sh) {
+		WRITE_ONCE(sh->task[idx & (UMCG_SCX_MAX_TASKS - 1)].state,
+			   UMCG_TASK_NEW);
+		enf_announce(sh, idx, t->group);
+	}
+	enf_group_put(t->group, tgid);
+	WRITE_ONCE(s->pick_cpu, 0);
+	WRITE_ONCE(s->state, UMCG_TASK_NEW);
+	/* Last: the slot may be claimed again from here. */
+	WRITE_ONCE(s->tid, 0);
+	enf_stat(UMCG_SCX_ENF_UNREGISTER);
+	return 0;
+}
+
+SEC("syscall")
+int umcg_poke(struct umcg_scx_poke_args *args)
+{
+	u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	u32 cpu = args->cpu;
+	int i;
+
+	if (args->flags || args->reserved || cpu >= UMCG_SCX_MAX_CPUS ||
+	    cpu >= scx_bpf_nr_cpu_ids())
+		return -EINVAL;
+	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
+		struct enf_slot *s = bpf_map_lookup_elem(&slots, &i);
+
+		if (s && s->tid && s->tgid == tgid &&
+		    s->role == ENF_ROLE_SERVER && s->cpu == cpu) {
+			enf_stat(UMCG_SCX_ENF_POKE);
+			bpf_rcu_read_lock();
+			if (!enf_run_server_now(cpu))
+				enf_poke_server(cpu, SCX_KICK_PREEMPT);
+			bpf_rcu_read_unlock();
+			return 0;
+		}
+	}
+	return -ESRCH;
 }
 
 #endif /* UMCG_ENFORCE_BPF_H */

@@ -6,8 +6,9 @@
  * the SEC("syscall") programs a thread runs with BPF_PROG_TEST_RUN.
  *
  * Included on both sides, like umcg_scx.h: in BPF after vmlinux.h and
- * uapi/umcg.h, in user space after <uapi/umcg.h>.  Internal to bpf/ and its
- * tests until libumcg's scx backend settles the interface.
+ * uapi/umcg.h, in user space after <uapi/umcg.h>.  Used by bpf/, its
+ * tests, and libumcg's scx backend (libumcg/src/backend_scx.c), which runs
+ * the programs through their pins (scx_pin.h).
  */
 #ifndef UMCG_SCX_ENFORCE_H
 #define UMCG_SCX_ENFORCE_H
@@ -86,21 +87,70 @@ struct umcg_scx_register_args {
 
 /**
  * struct umcg_scx_pick_args - context of the "umcg_pick" program
- * @tid:   r: a worker of the caller's process, held RUNNABLE
+ * @tid:   r: a worker of the caller's process
  * @cpu:   r: the CPU it is to run on (in its affinity)
- * @flags: r: must be zero
- * @pad:   must be zero
+ * @flags: r: 0 or UMCG_SCX_PICK_WOKEN
+ * @pad:   r: without UMCG_SCX_PICK_WOKEN must be zero; with it, the low 32
+ *         bits of the worker's slot's seq, read after the caller woke it
  *
- * Return value: 0, the worker is RUNNING on @cpu (moved to its local DSQ,
- * the CPU kicked); -EINVAL bad fields or @cpu; -ESRCH @tid is no worker of
- * the caller's process; -EAGAIN it is not held (not RUNNABLE, or between
- * its wake-up and its enqueue: try again).
+ * Return value: 0 when the worker is RUNNING for the scheduler: it was held
+ * RUNNABLE and is now on @cpu's local DSQ (the CPU is kicked unless the
+ * caller runs on it).  With UMCG_SCX_PICK_WOKEN (the caller has just woken
+ * @tid, e.g. with a futex wake) also when it was asleep (BLOCKED): its next
+ * wake-up, the one on its way, goes straight to @cpu instead of into the
+ * hold (if @cpu is outside its affinity then, it runs on the CPU it wakes
+ * on); and when it was running already (nothing to do).  Both only while
+ * the slot's seq still reads @pad: if the worker moved since, only a held
+ * one is moved.  -EINVAL bad
+ * fields or @cpu (for a held worker: outside its affinity); -ESRCH @tid is
+ * no worker of the caller's process (with UMCG_SCX_PICK_WOKEN: or it is
+ * exiting); -EAGAIN it is not held (without UMCG_SCX_PICK_WOKEN), or it is
+ * between its wake-up and its enqueue, or being released by the hold
+ * timer: try again.
  */
 struct umcg_scx_pick_args {
 	__u32	tid;
 	__u32	cpu;
 	__u32	flags;
 	__u32	pad;
+};
+
+#define UMCG_SCX_PICK_WOKEN	(1U << 1)	/* the caller just woke @tid */
+
+/**
+ * struct umcg_scx_unregister_args - context of the "umcg_unregister" program
+ * @flags:    r: must be zero
+ * @pad:      must be zero
+ * @reserved: must be zero
+ *
+ * The calling thread stops being a server or worker: its slot is published
+ * UMCG_TASK_NEW and freed, its group dropped with its last thread.  The
+ * caller should then leave SCHED_EXT (sched_setscheduler(SCHED_OTHER)):
+ * until it does, the scheduler runs it like any unregistered thread.
+ * Return value: 0; -EINVAL bad fields; -ENOENT the caller is not registered.
+ */
+struct umcg_scx_unregister_args {
+	__u32	flags;
+	__u32	pad;
+	__u64	reserved;
+};
+
+/**
+ * struct umcg_scx_poke_args - context of the "umcg_poke" program
+ * @cpu:      r: a CPU served by a registered server of the caller's process
+ * @flags:    r: must be zero
+ * @reserved: must be zero
+ *
+ * Runs that server soon: its CPU's next dispatch runs it (need_server),
+ * and the CPU is kicked (SCX_KICK_PREEMPT).  For a server held runnable in
+ * sched_yield() that another thread of its process has news for.  Return
+ * value: 0; -EINVAL bad fields or @cpu; -ESRCH no server of the caller's
+ * process serves @cpu.
+ */
+struct umcg_scx_poke_args {
+	__u32	cpu;
+	__u32	flags;
+	__u64	reserved;
 };
 
 /* Counters of the enforcer: PERCPU_ARRAY "enf_stats", key 0. */
@@ -113,7 +163,11 @@ struct umcg_scx_pick_args {
 #define UMCG_SCX_ENF_HOLD_EXPIRED	6	/* a held worker released by time */
 #define UMCG_SCX_ENF_EXIT		7	/* a registered thread exited */
 #define UMCG_SCX_ENF_SERVER_MISS	8	/* need_server, but no server held */
-#define UMCG_SCX_NR_ENF_STATS		9
+#define UMCG_SCX_ENF_PICK_ASLEEP	9	/* pick of a BLOCKED worker */
+#define UMCG_SCX_ENF_PICK_DIRECT	10	/* its wake-up went to that CPU */
+#define UMCG_SCX_ENF_UNREGISTER		11	/* a thread unregistered */
+#define UMCG_SCX_ENF_POKE		12	/* umcg_poke ran a server */
+#define UMCG_SCX_NR_ENF_STATS		13
 
 struct umcg_scx_enf_stats {
 	__u64	cnt[UMCG_SCX_NR_ENF_STATS];

@@ -2,8 +2,10 @@
 /*
  * backend.c - choosing a backend, and the futex helpers they share.
  *
- * Backends not built into this libumcg ("scx" until it lands) fail with
- * -ENODEV when asked for by name, and say so.
+ * "scx" is used only when asked for by name (cfg.backend or UMCG_BACKEND):
+ * it is new, and auto-selection keeps choosing kmod, else user, until it
+ * has proven itself.  A backend asked for that is not available fails
+ * with -ENODEV and says why.
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,7 +25,10 @@ static const struct umcg_backend_ops *const umcg_backends[] = {
 	&umcg_backend_user,
 };
 
-static const char *const umcg_planned_backends[] = { "scx" };
+/* Only when asked for by name, never auto-selected (yet). */
+static const struct umcg_backend_ops *const umcg_named_backends[] = {
+	&umcg_backend_scx,
+};
 
 int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops)
 {
@@ -52,12 +57,18 @@ int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops)
 	}
 	if (!name)
 		return -ENODEV;
-	for (i = 0; i < sizeof(umcg_planned_backends) / sizeof(umcg_planned_backends[0]); i++) {
-		if (!strcmp(name, umcg_planned_backends[i])) {
-			fprintf(stderr, "libumcg: backend \"%s\" is not available: "
-				"this libumcg does not implement it yet\n", name);
-			return -ENODEV;
+	for (i = 0; i < sizeof(umcg_named_backends) / sizeof(umcg_named_backends[0]); i++) {
+		const struct umcg_backend_ops *b = umcg_named_backends[i];
+
+		if (strcmp(name, b->name))
+			continue;
+		if (b->probe(&why) == 0) {
+			*ops = b;
+			return 0;
 		}
+		fprintf(stderr, "libumcg: backend \"%s\" is not available: %s\n",
+			name, why ? why : "probe failed");
+		return -ENODEV;
 	}
 	fprintf(stderr, "libumcg: unknown backend \"%s\" (expected scx, kmod, user or auto)\n",
 		name);

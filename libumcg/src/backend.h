@@ -111,6 +111,7 @@ struct umcg_backend_ops {
 
 extern const struct umcg_backend_ops umcg_backend_user;
 extern const struct umcg_backend_ops umcg_backend_kmod;
+extern const struct umcg_backend_ops umcg_backend_scx;
 
 /*
  * The backend to use: @name ("scx", "kmod", "user"), or NULL for

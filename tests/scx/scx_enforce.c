@@ -35,12 +35,10 @@
 
 #include "kselftest_harness.h"
 #include "scx_loader.h"
+#include "scx_test.h"
 #include <uapi/umcg.h>
 #include "umcg_scx_enforce.h"
 
-#ifndef SCHED_EXT
-#define SCHED_EXT	7
-#endif
 
 /* Generous: TCG is slow. */
 #define WAIT_MS		10000
@@ -48,46 +46,6 @@
 #define HOLD_CHECK_MS	300
 #define SERVER_CPU	1
 #define PICK_CPU	0
-
-static pid_t gettid_(void)
-{
-	return syscall(SYS_gettid);
-}
-
-static long long now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/* Run syscall program @fd on @ctx as the calling thread: its retval or -errno. */
-static int run_prog(int fd, void *ctx, size_t size)
-{
-	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = ctx, .ctx_size_in = size);
-
-	if (bpf_prog_test_run_opts(fd, &o))
-		return -errno;
-	return (int)o.retval;
-}
-
-static int pin_self(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	return sched_setaffinity(0, sizeof(set), &set) ? -errno : 0;
-}
-
-static int set_ext(bool on)
-{
-	struct sched_param sp = { 0 };
-
-	return sched_setscheduler(0, on ? SCHED_EXT : SCHED_OTHER, &sp) ?
-	       -errno : 0;
-}
 
 struct ctx {
 	int				reg_fd;
@@ -123,13 +81,13 @@ static void *server_fn(void *arg)
 	};
 	int ret;
 
-	ret = pin_self(SERVER_CPU);
+	ret = scx_pin_self(SERVER_CPU);
 	if (!ret)
-		ret = set_ext(true);
+		ret = scx_set_ext(true);
 	if (!ret)
-		ret = run_prog(c->reg_fd, &a, sizeof(a));
+		ret = scx_run_prog(c->reg_fd, &a, sizeof(a));
 	atomic_store(&c->server_ret, ret);
-	atomic_store(&c->server_tid, gettid_());
+	atomic_store(&c->server_tid, scx_gettid());
 	if (ret)
 		return NULL;
 	/*
@@ -146,7 +104,7 @@ static void *server_fn(void *arg)
 		st = c->sh->task[slot].state & UMCG_TASK_STATE_MASK;
 		if (st == UMCG_TASK_BLOCKED && atomic_load(&c->entering_read) &&
 		    !atomic_load(&c->server_saw_blocked_ns))
-			atomic_store(&c->server_saw_blocked_ns, now_ns());
+			atomic_store(&c->server_saw_blocked_ns, scx_now_ns());
 		/*
 		 * Any sleep of a registered worker holds it, not only the
 		 * read() under test (a page fault, a lock in
@@ -159,12 +117,12 @@ static void *server_fn(void *arg)
 				.cpu = SERVER_CPU,
 			};
 
-			run_prog(c->pick_fd, &pk, sizeof(pk));
+			scx_run_prog(c->pick_fd, &pk, sizeof(pk));
 		}
 yield:
 		sched_yield();
 	}
-	set_ext(false);
+	scx_set_ext(false);
 	return NULL;
 }
 
@@ -176,12 +134,12 @@ static void *worker_fn(void *arg)
 
 	c->worker_reg.flags = UMCG_REGISTER_WORKER;
 	c->worker_reg.server_tid = atomic_load(&c->server_tid);
-	ret = pin_self(SERVER_CPU);
+	ret = scx_pin_self(SERVER_CPU);
 	if (!ret)
-		ret = set_ext(true);
+		ret = scx_set_ext(true);
 	if (!ret)
-		ret = run_prog(c->reg_fd, &c->worker_reg, sizeof(c->worker_reg));
-	atomic_store(&c->worker_tid, gettid_());
+		ret = scx_run_prog(c->reg_fd, &c->worker_reg, sizeof(c->worker_reg));
+	atomic_store(&c->worker_tid, scx_gettid());
 	atomic_store(&c->worker_ret, ret ? ret : 1);
 	if (ret)
 		return NULL;
@@ -190,13 +148,13 @@ static void *worker_fn(void *arg)
 	atomic_store(&c->entering_read, 1);
 	if (read(c->pipe[0], &b, 1) != 1)
 		atomic_store(&c->worker_ret, -EIO);
-	atomic_store(&c->ran_ns, now_ns());
+	atomic_store(&c->ran_ns, scx_now_ns());
 	atomic_store(&c->state_after, c->sh->task[c->worker_reg.slot &
 				      (UMCG_SCX_MAX_TASKS - 1)].state);
 	atomic_store(&c->after_read, 1);
 	atomic_store(&c->cpu_after, sched_getcpu());
 	/* Leave sched_ext, so that exiting needs no pick. */
-	set_ext(false);
+	scx_set_ext(false);
 	return NULL;
 }
 
@@ -208,10 +166,10 @@ static __u32 slot_state(const struct ctx *c, int slot)
 /* True once slot @slot's published state is @want, false after WAIT_MS. */
 static bool state_becomes(const struct ctx *c, int slot, __u32 want)
 {
-	long long t0 = now_ns();
+	long long t0 = scx_now_ns();
 
 	while (slot_state(c, slot) != want) {
-		if (now_ns() - t0 > WAIT_MS * 1000000LL)
+		if (scx_now_ns() - t0 > WAIT_MS * 1000000LL)
 			return false;
 		usleep(1000);
 	}
@@ -240,6 +198,7 @@ static void log_enf_stats(struct __test_metadata *_metadata,
 	static const char *const names[UMCG_SCX_NR_ENF_STATS] = {
 		"register", "block", "wake_held", "pick", "server_run",
 		"heartbeat", "hold_expired", "exit", "server_miss",
+		"pick_asleep", "pick_direct", "unregister", "poke",
 	};
 	struct umcg_scx_enf_stats st;
 	char buf[512];
@@ -356,9 +315,9 @@ TEST_F_TIMEOUT(enf, block_publish_hold_pick, 90)
 	ASSERT_EQ(SERVER_CPU, ut->cpu);
 	ASSERT_NE(0, c->sh->events[c->worker_reg.group][slot / 64] &
 		     (1ULL << (slot % 64)));
-	t0 = now_ns();
+	t0 = scx_now_ns();
 	while (!atomic_load(&c->server_saw_blocked_ns) &&
-	       now_ns() - t0 < WAIT_MS * 1000000LL)
+	       scx_now_ns() - t0 < WAIT_MS * 1000000LL)
 		usleep(1000);
 	ASSERT_NE(0, atomic_load(&c->server_saw_blocked_ns));
 	TH_LOG("server saw BLOCKED %lld us after the block",
@@ -399,18 +358,18 @@ TEST_F_TIMEOUT(enf, block_publish_hold_pick, 90)
 	/* 3. pick: RUNNING published, and it runs on the picked CPU. */
 	pk.tid = atomic_load(&c->worker_tid);
 	pk.cpu = PICK_CPU;
-	t0 = now_ns();
-	while ((ret = run_prog(c->pick_fd, &pk, sizeof(pk))) == -EAGAIN &&
-	       now_ns() - t0 < WAIT_MS * 1000000LL)
+	t0 = scx_now_ns();
+	while ((ret = scx_run_prog(c->pick_fd, &pk, sizeof(pk))) == -EAGAIN &&
+	       scx_now_ns() - t0 < WAIT_MS * 1000000LL)
 		usleep(1000);
 	ASSERT_EQ(0, ret);
 	ASSERT_EQ(UMCG_TASK_RUNNING, slot_state(c, slot));
-	t0 = now_ns();
+	t0 = scx_now_ns();
 	while (!atomic_load(&c->after_read) &&
-	       now_ns() - t0 < WAIT_MS * 1000000LL)
+	       scx_now_ns() - t0 < WAIT_MS * 1000000LL)
 		usleep(1000);
 	ASSERT_EQ(1, atomic_load(&c->after_read));
-	TH_LOG("picked worker ran %lld us after the pick", (now_ns() - t0) / 1000);
+	TH_LOG("picked worker ran %lld us after the pick", (scx_now_ns() - t0) / 1000);
 	ASSERT_EQ(UMCG_TASK_RUNNING, atomic_load(&c->state_after) &
 				     UMCG_TASK_STATE_MASK);
 	ASSERT_EQ(PICK_CPU, atomic_load(&c->cpu_after));
@@ -421,7 +380,7 @@ TEST_F_TIMEOUT(enf, block_publish_hold_pick, 90)
 	 * reclaimed (ops.exit_task runs when the task is freed, after the
 	 * join), -ESRCH after.
 	 */
-	ret = run_prog(c->pick_fd, &pk, sizeof(pk));
+	ret = scx_run_prog(c->pick_fd, &pk, sizeof(pk));
 	ASSERT_TRUE(ret == -EAGAIN || ret == -ESRCH) TH_LOG("pick: %d", ret);
 
 	atomic_store(&c->server_stop, true);
@@ -473,9 +432,9 @@ TEST_F_TIMEOUT(enf, unpicked_worker_is_released, 90)
 	ASSERT_EQ(1, write(c->pipe[1], "x", 1));
 	ASSERT_TRUE(state_becomes(c, slot, UMCG_TASK_RUNNABLE));
 	woken_ns = ut->woken_ns;
-	t0 = now_ns();
+	t0 = scx_now_ns();
 	while (!atomic_load(&c->after_read) &&
-	       now_ns() - t0 < WAIT_MS * 1000000LL)
+	       scx_now_ns() - t0 < WAIT_MS * 1000000LL)
 		usleep(1000);
 	ASSERT_EQ(1, atomic_load(&c->after_read));
 	held_ms = (atomic_load(&c->ran_ns) - woken_ns) / 1000000;
@@ -570,7 +529,7 @@ static void *register_fn(void *arg)
 {
 	struct reg_req *r = arg;
 
-	r->ret = run_prog(r->fd, &r->a, sizeof(r->a));
+	r->ret = scx_run_prog(r->fd, &r->a, sizeof(r->a));
 	return NULL;
 }
 
@@ -616,8 +575,8 @@ TEST_F_TIMEOUT(enf, commands_validate, 60)
 		struct umcg_scx_register_args s = {
 			.flags = UMCG_REGISTER_SERVER, .cpu = 0,
 		};
-		int ret = run_prog(c->reg_fd, &s, sizeof(s));
-		pid_t tid = ret ? -ret : gettid_();
+		int ret = scx_run_prog(c->reg_fd, &s, sizeof(s));
+		pid_t tid = ret ? -ret : scx_gettid();
 
 		write(tp[1], &tid, sizeof(tid));
 		read(gp[0], &b, 1);
@@ -627,24 +586,24 @@ TEST_F_TIMEOUT(enf, commands_validate, 60)
 	ASSERT_EQ(child, child_tid) TH_LOG("child's register failed: %d", child_tid);
 	EXPECT_EQ(-ESRCH, REG(.flags = UMCG_REGISTER_WORKER, .server_tid = child_tid));
 	pk = (struct umcg_scx_pick_args){ .tid = child_tid, .cpu = 0 };
-	EXPECT_EQ(-ESRCH, run_prog(c->pick_fd, &pk, sizeof(pk)));
+	EXPECT_EQ(-ESRCH, scx_run_prog(c->pick_fd, &pk, sizeof(pk)));
 	pk = (struct umcg_scx_pick_args){ .tid = getpid(), .cpu = 0, .flags = 1 };
-	EXPECT_EQ(-EINVAL, run_prog(c->pick_fd, &pk, sizeof(pk)));
+	EXPECT_EQ(-EINVAL, scx_run_prog(c->pick_fd, &pk, sizeof(pk)));
 	pk = (struct umcg_scx_pick_args){ .tid = getpid(), .cpu = 4096 };
-	EXPECT_EQ(-EINVAL, run_prog(c->pick_fd, &pk, sizeof(pk)));
+	EXPECT_EQ(-EINVAL, scx_run_prog(c->pick_fd, &pk, sizeof(pk)));
 	pk = (struct umcg_scx_pick_args){ .tid = getpid(), .cpu = 0 };
-	EXPECT_EQ(-ESRCH, run_prog(c->pick_fd, &pk, sizeof(pk)));
+	EXPECT_EQ(-ESRCH, scx_run_prog(c->pick_fd, &pk, sizeof(pk)));
 	ASSERT_EQ(1, write(gp[1], "x", 1));
 	ASSERT_EQ(child, waitpid(child, &status, 0));
 
 	/* Our own server, then a second registration of the same thread. */
-	EXPECT_EQ(0, run_prog(c->reg_fd, &(struct umcg_scx_register_args){
+	EXPECT_EQ(0, scx_run_prog(c->reg_fd, &(struct umcg_scx_register_args){
 		.flags = UMCG_REGISTER_SERVER, .cpu = 0 },
 		sizeof(struct umcg_scx_register_args)));
-	EXPECT_EQ(-EBUSY, run_prog(c->reg_fd, &(struct umcg_scx_register_args){
+	EXPECT_EQ(-EBUSY, scx_run_prog(c->reg_fd, &(struct umcg_scx_register_args){
 		.flags = UMCG_REGISTER_SERVER, .cpu = 0 },
 		sizeof(struct umcg_scx_register_args)));
-	EXPECT_EQ(0, REG(.flags = UMCG_REGISTER_WORKER, .server_tid = gettid_()));
+	EXPECT_EQ(0, REG(.flags = UMCG_REGISTER_WORKER, .server_tid = scx_gettid()));
 	EXPECT_FALSE(umcg_scx_exited(self->s));
 #undef REG
 }
@@ -652,9 +611,9 @@ TEST_F_TIMEOUT(enf, commands_validate, 60)
 static void *spin_fn(void *arg)
 {
 	atomic_ulong *n = arg;
-	long long t0 = now_ns();
+	long long t0 = scx_now_ns();
 
-	while (now_ns() - t0 < 200 * 1000000LL)
+	while (scx_now_ns() - t0 < 200 * 1000000LL)
 		atomic_fetch_add(n, 1);
 	return NULL;
 }

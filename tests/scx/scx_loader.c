@@ -167,6 +167,24 @@ static bool status_becomes(int want, char *out)
 	}
 }
 
+/*
+ * True once sysfs file @name reads @want, false after WAIT_MS: the kernel
+ * records the exit (what umcgctl reports) before its disable work has
+ * finished moving the tasks back and set "disabled".
+ */
+static bool sysfs_becomes(const char *name, const char *want)
+{
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!sysfs_is(name, want)) {
+		if (elapsed_ms(&t0) > WAIT_MS)
+			return false;
+		usleep(10000);
+	}
+	return true;
+}
+
 struct busy {
 	pthread_t	thread;
 	atomic_int	setsched_errno;
@@ -287,7 +305,7 @@ TEST_F_TIMEOUT(loader, load_status_stats_unload, 120)
 	TH_LOG("unload: %s", self->out);
 	ASSERT_EQ(0, ret);
 	ASSERT_NE(NULL, strstr(self->out, "UNREG (64)"));
-	ASSERT_TRUE(sysfs_is("state", "disabled"));
+	ASSERT_TRUE(sysfs_becomes("state", "disabled"));
 	ASSERT_EQ(0, umcg_scx_pinned(UMCG_SCX_PIN_DIR));
 	ASSERT_NE(0, access(UMCG_SCX_PIN_DIR, F_OK));
 
@@ -411,7 +429,7 @@ TEST_F_TIMEOUT(loader, sysrq_ejection_is_reported, 120)
 	ASSERT_NE(NULL, strstr(self->out, "exit kind:  SYSRQ (67)"));
 	ASSERT_NE(NULL, strstr(self->out, "reason:     disabled by sysrq-S"));
 	ASSERT_NE(NULL, strstr(self->out, "umcgctl unload"));
-	ASSERT_TRUE(sysfs_is("state", "disabled"));
+	ASSERT_TRUE(sysfs_becomes("state", "disabled"));
 
 	/* Stale pins: load says so and does not touch them. */
 	ret = ctl(self->out, "load");

@@ -1,0 +1,889 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * backend_scx.c - the "scx" backend: the umcg sched_ext scheduler (bpf/,
+ * Documentation/scx.rst), as "umcgctl load" pins it under /sys/fs/bpf/umcg.
+ *
+ * Selected only when asked for (cfg.backend "scx" or UMCG_BACKEND=scx).
+ *
+ * Words.  Each thread keeps its state word in t->task, as with "user": the
+ * scheduler's shared area is read-only (frozen), so the library cannot
+ * write there.  The scheduler publishes what it saw of each registered
+ * thread into its slot of that area (struct umcg_task: state, blocked_ns,
+ * cpu, seq); the servers compare each slot's seq with the last one they
+ * looked at (scx.last_seq: the area's event bits cannot be cleared) and
+ * turn changes into events, which they apply at once (umcg_apply_event()),
+ * under scx.lock, so that events of one thread are applied in order:
+ *
+ *   published BLOCKED or RUNNABLE with a blocked_ns not seen before, of a
+ *     worker outside libumcg (t->in_lib 0)          -> UMCG_EV_BLOCKED
+ *   published RUNNABLE (woken, held by the scheduler), the worker outside
+ *     libumcg and BLOCKED for the runtime           -> UMCG_EV_WOKEN; it
+ *     stays held until the runtime makes it RUNNING (C3)
+ *   published RUNNABLE otherwise: a sleep inside libumcg (its own futex
+ *     waits, a lock) ended; that is no block, and the scheduler must not
+ *     hold it: umcg_pick onto its CPU at once
+ *   published DONE (it exited without unregistering) -> UMCG_EV_EXITED
+ *
+ * A worker that slept in wait() (libumcg's futex wait) records the
+ * blocked_ns of that sleep as seen (scx.base_bns) before it leaves
+ * libumcg, so a server that looks late does not take the sleep for a
+ * block of its next run.
+ *
+ *   register   the "umcg_register" program (BPF_PROG_TEST_RUN, raw
+ *              bpf(2): no libbpf here), then sched_setscheduler(SCHED_EXT)
+ *   wake(t)    futex-wake t's word, then "umcg_pick" onto its core's CPU:
+ *              a held worker moves there; one still asleep in scx_wait()
+ *              (scx.in_wait, with the slot's seq read after the futex
+ *              wake) goes there straight from its wake-up
+ *              (bpf/umcg_enforce.bpf.h, i); one that ran on and blocked
+ *              elsewhere meanwhile is left to the scheduler
+ *   server     SCHED_EXT too; the scheduler keeps it runnable but held in
+ *              sched_yield() and runs it when its CPU's worker blocks, a
+ *              worker it serves wakes, on "umcg_poke" (server_wake) and on
+ *              a heartbeat; it loops until it has something to do
+ *   unregister SCHED_OTHER, then the "umcg_unregister" program
+ *
+ * Time slices (C6) are not implemented: init fails with -EOPNOTSUPP when
+ * the group asks for one.
+ *
+ * If the scheduler goes away (unloaded, ejected), every thread is moved to
+ * the fair class by the kernel.  Hand-offs are futex wakes first, so none
+ * is lost; picks and pokes then fail and are ignored.  A server notices
+ * within SCX_GONE_CHECK_NS (its sched_yield() no longer holds it) and
+ * from then on sleeps on c->wake_seq like the user backend's, woken by
+ * server_wake; blocks are no longer seen (no monitor thread: C2 is lost,
+ * nothing hangs).
+ *
+ * Limits: the scheduler has UMCG_SCX_MAX_TASKS slots and
+ * UMCG_SCX_MAX_GROUPS processes for the whole machine.  worker_reserve
+ * fails with -EAGAIN when the published area shows no free slot left (a
+ * plain thread's spawn first waits up to SCX_RESERVE_WAIT_NS for exiting
+ * workers to free some), or when no server of the group could register
+ * (no group left).  Another process can still take the last slot between
+ * reserve and register; the thread then runs as a plain thread
+ * (umcg_thread_start()'s failure path).
+ *
+ * The pins of the programs are root-only (0600) for now, so the backend
+ * needs root.  A forked child does not inherit the backend's state.
+ *
+ * Lock order: group->threads_lock, then scx.lock, then core->lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/bpf.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "bpf/umcg_scx_enforce.h"
+
+#ifndef SCHED_EXT
+#define SCHED_EXT		7
+#endif
+
+#define SCX_SYSFS		"/sys/kernel/sched_ext"
+#define SCX_PIN_DIR		"/sys/fs/bpf/umcg"
+/* How long a worker's registration waits for the servers to register. */
+#define SCX_SERVER_WAIT_NS	(10ULL * 1000 * 1000 * 1000)
+/* How often a looping server checks that the scheduler is still there. */
+#define SCX_GONE_CHECK_NS	(10ULL * 1000 * 1000)
+/* A server's sleep when the scheduler cannot hold it (gone, unregistered). */
+#define SCX_SLEEP_NS		(10ULL * 1000 * 1000)
+/* Tries of a pick that finds its worker between wake-up and enqueue. */
+#define SCX_PICK_TRIES		50
+/* How long a plain thread's spawn waits for a free slot before -EAGAIN. */
+#define SCX_RESERVE_WAIT_NS	(2ULL * 1000 * 1000 * 1000)
+/* How often server 0 looks for a dump request (umcg_dump_on_signal()). */
+#define SCX_DUMP_POLL_NS	(100ULL * 1000 * 1000)
+
+enum { SCX_PROG_REGISTER, SCX_PROG_PICK, SCX_PROG_UNREGISTER, SCX_PROG_POKE,
+       SCX_NR_PROGS };
+
+static const char *const scx_prog_names[SCX_NR_PROGS] = {
+	"umcg_register", "umcg_pick", "umcg_unregister", "umcg_poke",
+};
+
+/*
+ * The process's view of the scheduler: opened and mapped once, by the
+ * first umcg_init() with this backend, and kept (released workers keep
+ * running the programs' cleanup at exit).  scx.lock guards slots[] and
+ * the polling; the rest is written once, under umcg_init()'s lock.
+ */
+static struct {
+	pthread_mutex_t lock;
+	bool open;
+	int prog_fd[SCX_NR_PROGS];
+	const volatile struct umcg_scx_shared *sh;
+	size_t map_len;
+	/* Slot -> our worker registered there, with a reference. */
+	struct umcg_thread *_Atomic slots[UMCG_SCX_MAX_TASKS];
+	/* Slot -> its seq when a server last looked; its last blocked_ns seen. */
+	_Atomic uint64_t last_seq[UMCG_SCX_MAX_TASKS];
+	_Atomic uint64_t base_bns[UMCG_SCX_MAX_TASKS];
+	/* Slot -> its worker sleeps in (or is about to sleep in) scx_wait(). */
+	_Atomic uint32_t in_wait[UMCG_SCX_MAX_TASKS];
+	/* Reserved workers not registered yet. */
+	_Atomic unsigned int nr_pending;
+	/* The scheduler went away: nothing holds threads any more. */
+	_Atomic bool gone;
+} scx = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+struct scx_server {
+	_Atomic pid_t tid;		/* registered: its tid; else 0 */
+	_Atomic bool started;		/* server_start() is done, either way */
+};
+
+struct scx_group {
+	struct scx_server *servers;	/* by core index */
+	_Atomic uint32_t nr_started;	/* futex word: servers done starting */
+};
+
+/* The calling thread's slot, -1 when it is not registered. */
+static __thread int scx_self_slot = -1;
+
+/*
+ * A worker's slot + 1 (0: none), for its wakers, kept in the reserved
+ * field of its own word t->task, which only this backend uses (the
+ * scheduler never sees it: its words are in the shared area).
+ */
+static int scx_slot_of(const struct umcg_thread *t)
+{
+	return (int)__atomic_load_n(&t->task.reserved[0], __ATOMIC_ACQUIRE) - 1;
+}
+
+static void scx_set_slot(struct umcg_thread *t, int slot)
+{
+	__atomic_store_n(&t->task.reserved[0], (uint64_t)(slot + 1), __ATOMIC_RELEASE);
+}
+
+static long scx_bpf(int cmd, union bpf_attr *attr)
+{
+	return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
+}
+
+/* A descriptor of pin @name, or -errno. */
+static int scx_obj_get(const char *name)
+{
+	char path[128];
+	union bpf_attr a;
+	long fd;
+
+	snprintf(path, sizeof(path), SCX_PIN_DIR "/%s", name);
+	memset(&a, 0, sizeof(a));
+	a.pathname = (uint64_t)(uintptr_t)path;
+	fd = scx_bpf(BPF_OBJ_GET, &a);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/*
+ * Run program @prog on @ctx as the calling thread; the program writes its
+ * results back into @ctx.  Its return value (0 or -errno), or -errno of
+ * bpf(2) itself.
+ */
+static int scx_run(int prog, void *ctx, size_t size)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.test.prog_fd = scx.prog_fd[prog];
+	a.test.ctx_in = (uint64_t)(uintptr_t)ctx;
+	a.test.ctx_size_in = size;
+	if (scx_bpf(BPF_PROG_TEST_RUN, &a))
+		return -errno;
+	return (int)a.test.retval;
+}
+
+/* Read sysfs file @name of sched_ext into @buf, without the newline. */
+static int scx_sysfs_read(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), SCX_SYSFS "/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* 0 when our scheduler is the one enabled, else -ENODEV and *@why. */
+static int scx_check_loaded(const char **why)
+{
+	static char msg[160];
+	char state[32], ops[64];
+
+	if (access(SCX_SYSFS, F_OK)) {
+		*why = "the kernel has no sched_ext (" SCX_SYSFS " is missing)";
+		return -ENODEV;
+	}
+	if (scx_sysfs_read("state", state, sizeof(state)) || strcmp(state, "enabled")) {
+		*why = "no sched_ext scheduler is loaded (umcgctl load)";
+		return -ENODEV;
+	}
+	if (scx_sysfs_read("root/ops", ops, sizeof(ops)) || strcmp(ops, UMCG_SCX_OPS_NAME)) {
+		snprintf(msg, sizeof(msg), "the sched_ext scheduler loaded is \"%s\", "
+			 "not umcg's", ops);
+		*why = msg;
+		return -ENODEV;
+	}
+	return 0;
+}
+
+static int scx_probe(const char **why)
+{
+	static char msg[200];
+	int ret, fd;
+
+	ret = scx_check_loaded(why);
+	if (ret)
+		return ret;
+	for (int i = 0; i < SCX_NR_PROGS; i++) {
+		fd = scx_obj_get(scx_prog_names[i]);
+		if (fd < 0) {
+			snprintf(msg, sizeof(msg), SCX_PIN_DIR "/%s: %s%s",
+				 scx_prog_names[i], strerror(-fd),
+				 fd == -EACCES || fd == -EPERM ?
+				 " (the pins are root-only)" :
+				 fd == -ENOENT ? " (loaded without the enforcer, "
+				 "or not by umcgctl load?)" : "");
+			*why = msg;
+			return -ENODEV;
+		}
+		close(fd);
+	}
+	return 0;
+}
+
+/* Open the programs and map the shared area, once.  Under umcg_init()'s lock. */
+static int scx_open(void)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	int fds[SCX_NR_PROGS], sfd, ret, i;
+	void *map;
+	size_t len;
+
+	if (scx.open)
+		return 0;
+	for (i = 0; i < SCX_NR_PROGS; i++) {
+		fds[i] = scx_obj_get(scx_prog_names[i]);
+		if (fds[i] < 0) {
+			ret = fds[i];
+			goto out_progs;
+		}
+	}
+	sfd = scx_obj_get("shared");
+	if (sfd < 0) {
+		ret = sfd;
+		goto out_progs;
+	}
+	len = (sizeof(struct umcg_scx_shared) + page - 1) / page * page;
+	/* Frozen: only a read-only mapping is allowed, and all we need. */
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, sfd, 0);
+	ret = -errno;
+	close(sfd);
+	if (map == MAP_FAILED)
+		goto out_progs;
+	for (i = 0; i < SCX_NR_PROGS; i++)
+		scx.prog_fd[i] = fds[i];
+	scx.sh = map;
+	scx.map_len = len;
+	scx.open = true;
+	return 0;
+
+out_progs:
+	while (i--)
+		close(fds[i]);
+	return ret;
+}
+
+/* Did the scheduler go away?  Sticky: once gone, it stays gone for us. */
+static bool scx_gone_check(void)
+{
+	const char *why;
+
+	if (atomic_load(&scx.gone))
+		return true;
+	if (scx_check_loaded(&why)) {
+		atomic_store(&scx.gone, true);
+		return true;
+	}
+	return false;
+}
+
+static const volatile struct umcg_task *scx_task(unsigned int slot)
+{
+	return &scx.sh->task[slot & (UMCG_SCX_MAX_TASKS - 1)];
+}
+
+static uint64_t scx_pub_seq(unsigned int slot)
+{
+	return __atomic_load_n(&scx_task(slot)->seq, __ATOMIC_ACQUIRE);
+}
+
+static uint64_t scx_pub_bns(unsigned int slot)
+{
+	return __atomic_load_n(&scx_task(slot)->blocked_ns, __ATOMIC_ACQUIRE);
+}
+
+static int scx_init(struct umcg_group *g)
+{
+	struct scx_group *sg;
+	int ret;
+
+	if (g->time_slice_ns) {
+		fprintf(stderr, "libumcg: backend \"scx\": time slices (C6) are not "
+			"implemented on this backend yet\n");
+		return -EOPNOTSUPP;
+	}
+	ret = scx_open();
+	if (ret) {
+		fprintf(stderr, "libumcg: backend \"scx\": cannot open the scheduler's "
+			"pins in " SCX_PIN_DIR ": %s\n", strerror(-ret));
+		return ret;
+	}
+	sg = calloc(1, sizeof(*sg));
+	if (!sg)
+		return -ENOMEM;
+	sg->servers = calloc(g->nr_cores, sizeof(*sg->servers));
+	if (!sg->servers) {
+		free(sg);
+		return -ENOMEM;
+	}
+	atomic_store(&scx.gone, false);
+	g->backend_priv = sg;
+	return 0;
+}
+
+/* After every server stopped: forget the workers, drop the table's references. */
+static void scx_fini(struct umcg_group *g)
+{
+	struct scx_group *sg = g->backend_priv;
+
+	pthread_mutex_lock(&scx.lock);
+	for (unsigned int i = 0; i < UMCG_SCX_MAX_TASKS; i++) {
+		struct umcg_thread *t = atomic_exchange(&scx.slots[i], NULL);
+
+		if (t)
+			umcg_ref_put(t);
+	}
+	pthread_mutex_unlock(&scx.lock);
+	free(sg->servers);
+	free(sg);
+	g->backend_priv = NULL;
+}
+
+/* Wait (bounded) until every server of @g finished server_start(). */
+static void scx_wait_servers(struct umcg_group *g)
+{
+	struct scx_group *sg = g->backend_priv;
+	uint64_t end = umcg_now_ns() + SCX_SERVER_WAIT_NS;
+	uint32_t n;
+
+	while ((n = atomic_load(&sg->nr_started)) < g->nr_cores && umcg_now_ns() < end)
+		umcg_futex_wait(&sg->nr_started, n, umcg_now_ns() + 1000000ULL);
+}
+
+/* The tid of a registered server of @g, core @core's if it has one; 0: none. */
+static pid_t scx_server_tid(struct umcg_group *g, int core)
+{
+	struct scx_group *sg = g->backend_priv;
+	pid_t tid;
+
+	scx_wait_servers(g);
+	if (core >= 0 && (unsigned int)core < g->nr_cores) {
+		tid = atomic_load(&sg->servers[core].tid);
+		if (tid)
+			return tid;
+	}
+	for (unsigned int i = 0; i < g->nr_cores; i++) {
+		tid = atomic_load(&sg->servers[i].tid);
+		if (tid)
+			return tid;
+	}
+	return 0;
+}
+
+/* Slots the published area shows taken, by any process. */
+static unsigned int scx_slots_taken(void)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < UMCG_SCX_MAX_TASKS; i++) {
+		uint32_t s = __atomic_load_n(&scx_task(i)->state, __ATOMIC_RELAXED) &
+			     UMCG_TASK_STATE_MASK;
+
+		if (s != UMCG_TASK_NEW && s != UMCG_TASK_DONE)
+			n++;
+	}
+	return n;
+}
+
+static int scx_worker_reserve(struct umcg_group *g)
+{
+	unsigned int pending;
+
+	if (atomic_load(&scx.gone)) {
+		atomic_fetch_add(&scx.nr_pending, 1);
+		return 0;
+	}
+	if (!scx_server_tid(g, -1) && !scx_gone_check())
+		return -EAGAIN;		/* no server: no group for us */
+	pending = atomic_fetch_add(&scx.nr_pending, 1) + 1;
+	/*
+	 * Full: a plain thread (not a worker, which would keep its core
+	 * from the workers that may be exiting) waits a little for exiting
+	 * workers to give slots back.
+	 */
+	for (uint64_t end = umcg_now_ns() + SCX_RESERVE_WAIT_NS;;) {
+		if (scx_slots_taken() + pending <= UMCG_SCX_MAX_TASKS)
+			return 0;
+		if (umcg_current || umcg_now_ns() >= end)
+			break;
+		usleep(1000);
+		pending = atomic_load(&scx.nr_pending);
+	}
+	atomic_fetch_sub(&scx.nr_pending, 1);
+	return -EAGAIN;
+}
+
+static void scx_worker_unreserve(struct umcg_group *g)
+{
+	atomic_fetch_sub(&scx.nr_pending, 1);
+}
+
+static int scx_set_ext(pid_t tid, bool on)
+{
+	struct sched_param sp = { 0 };
+
+	return sched_setscheduler(tid, on ? SCHED_EXT : SCHED_OTHER, &sp) ? -errno : 0;
+}
+
+/* The calling thread registers as a worker; its word stays t->task. */
+static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
+{
+	struct umcg_scx_register_args a = { .flags = UMCG_REGISTER_WORKER };
+	int core = t->pref_core >= 0 ? t->pref_core : t->spawn_core;
+	unsigned int slot;
+	int ret;
+
+	if (atomic_load(&scx.gone))
+		goto plain;
+	a.server_tid = (uint32_t)scx_server_tid(g, core);
+	if (!a.server_tid)
+		return scx_gone_check() ? 0 : -EAGAIN;
+	/*
+	 * Registered first, SCHED_EXT then: the running thread changes class
+	 * and keeps running.  The other way round it would be one of
+	 * nobody's for the scheduler (its FIFO) in between, where a CPU busy
+	 * with direct hand-offs (or with fair-class threads) may leave it
+	 * long enough for the watchdog.
+	 */
+	ret = scx_run(SCX_PROG_REGISTER, &a, sizeof(a));
+	if (ret && scx_gone_check())
+		goto plain;
+	if (ret || a.slot >= UMCG_SCX_MAX_TASKS) {
+		fprintf(stderr, "libumcg: scx: registering worker %d: %s\n",
+			t->tid, strerror(ret ? -ret : ERANGE));
+		return ret == -ENOSPC || !ret ? -EAGAIN : ret;
+	}
+	ret = scx_set_ext(0, true);
+	if (ret) {
+		struct umcg_scx_unregister_args u = { 0 };
+
+		fprintf(stderr, "libumcg: scx: worker %d: SCHED_EXT: %s\n",
+			t->tid, strerror(-ret));
+		scx_run(SCX_PROG_UNREGISTER, &u, sizeof(u));
+		return ret;
+	}
+	slot = a.slot;
+	umcg_ref_get(t);	/* the table's, dropped by unregister or fini */
+	pthread_mutex_lock(&scx.lock);
+	atomic_store(&scx.last_seq[slot], scx_pub_seq(slot));
+	atomic_store(&scx.base_bns[slot], scx_pub_bns(slot));
+	atomic_store(&scx.in_wait[slot], 0);
+	atomic_store(&scx.slots[slot], t);
+	pthread_mutex_unlock(&scx.lock);
+	scx_self_slot = (int)slot;
+	scx_set_slot(t, (int)slot);
+	/* Counted as taken in the published area from now on. */
+	atomic_fetch_sub(&scx.nr_pending, 1);
+	return 0;
+
+plain:
+	/* The scheduler is gone: futex hand-offs only, as a plain thread. */
+	atomic_fetch_sub(&scx.nr_pending, 1);
+	return 0;
+}
+
+/* The calling worker leaves: out of the table, the scheduler, SCHED_EXT. */
+static void scx_worker_unregister(struct umcg_group *g, struct umcg_thread *t)
+{
+	struct umcg_scx_unregister_args a = { 0 };
+	int slot = scx_self_slot;
+	bool put = false;
+
+	if (slot < 0)
+		return;
+	pthread_mutex_lock(&scx.lock);
+	if (atomic_load(&scx.slots[slot]) == t) {
+		atomic_store(&scx.slots[slot], NULL);
+		put = true;
+	}
+	pthread_mutex_unlock(&scx.lock);
+	scx_set_slot(t, -1);
+	scx_set_ext(0, false);
+	scx_run(SCX_PROG_UNREGISTER, &a, sizeof(a));
+	scx_self_slot = -1;
+	if (put)
+		umcg_ref_put(t);
+}
+
+/*
+ * umcg_fini() let @t go (all servers stopped, the table is empty): the
+ * kernel must leave it alone, held or not.  SCHED_OTHER takes it out of
+ * any hold; its registration ends with the thread (exit_task).
+ */
+static void scx_worker_release(struct umcg_group *g, struct umcg_thread *t)
+{
+	scx_set_ext(t->tid, false);
+}
+
+static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
+{
+	struct scx_group *sg = g->backend_priv;
+	struct scx_server *srv = &sg->servers[c->idx];
+	struct umcg_scx_register_args a = {
+		.flags = UMCG_REGISTER_SERVER,
+		.cpu = (uint32_t)c->cpu,
+	};
+	int ret;
+
+	/* Registered first, as a worker is (scx_worker_register()). */
+	ret = scx_run(SCX_PROG_REGISTER, &a, sizeof(a));
+	if (!ret) {
+		ret = scx_set_ext(0, true);
+		if (ret) {
+			struct umcg_scx_unregister_args u = { 0 };
+
+			scx_run(SCX_PROG_UNREGISTER, &u, sizeof(u));
+		}
+	}
+	if (ret)
+		fprintf(stderr, "libumcg: scx: registering the server of core %d "
+			"(CPU %d): %s\n", c->idx, c->cpu, strerror(-ret));
+	else
+		atomic_store(&srv->tid, gettid());
+	atomic_store(&srv->started, true);
+	atomic_fetch_add(&sg->nr_started, 1);
+	umcg_futex_wake(&sg->nr_started, INT_MAX);
+	return ret;
+}
+
+/* The server of @c stops: leave the scheduler (best effort). */
+static void scx_server_leave(struct umcg_core *c)
+{
+	struct scx_group *sg = c->group->backend_priv;
+	struct scx_server *srv = &sg->servers[c->idx];
+	struct umcg_scx_unregister_args a = { 0 };
+
+	if (atomic_load(&srv->tid) != gettid())
+		return;
+	atomic_store(&srv->tid, 0);
+	scx_set_ext(0, false);
+	scx_run(SCX_PROG_UNREGISTER, &a, sizeof(a));
+}
+
+/*
+ * Sleep on our word.  in_wait tells wakers that a sleep the scheduler
+ * publishes now is this one (scx_wake()); once it ended, record its
+ * blocked_ns as seen before we leave the library (top of this file).
+ */
+static int scx_wait(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns)
+{
+	int slot = scx_self_slot, ret;
+
+	if (slot >= 0)
+		atomic_store(&scx.in_wait[slot], 1);
+	ret = umcg_futex_wait((_Atomic uint32_t *)&self->ut->state, seen, abs_ns);
+	if (slot >= 0) {
+		atomic_store(&scx.base_bns[slot], scx_pub_bns(slot));
+		atomic_store(&scx.in_wait[slot], 0);
+	}
+	return ret;
+}
+
+static inline void scx_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/*
+ * Pick @tid (slot @slot) onto @cpu.  @woken: the caller has just woken it
+ * from scx_wait(), and the slot's seq read after that wake-up is @seq:
+ * then a worker still asleep in that sleep (the slot has not moved since)
+ * goes to @cpu as it wakes (UMCG_SCX_PICK_WOKEN).  Otherwise only a held
+ * worker moves.  Retried while the slot reads RUNNABLE (between its
+ * wake-up and its enqueue, the pick cannot find it yet).  0, or the
+ * program's error; errors of bpf(2) itself (the scheduler went away) are
+ * returned as they are.
+ */
+static int scx_pick(pid_t tid, int slot, int cpu, bool woken, uint64_t seq)
+{
+	struct umcg_scx_pick_args a = {
+		.tid = (uint32_t)tid,
+		.cpu = (uint32_t)cpu,
+		.flags = woken ? UMCG_SCX_PICK_WOKEN : 0,
+		.pad = woken ? (uint32_t)seq : 0,
+	};
+	int ret = -EAGAIN;
+
+	for (int i = 0; i < SCX_PICK_TRIES && ret == -EAGAIN; i++) {
+		ret = scx_run(SCX_PROG_PICK, &a, sizeof(a));
+		if (ret != -EAGAIN)
+			break;
+		if ((__atomic_load_n(&scx_task(slot)->state, __ATOMIC_ACQUIRE) &
+		     UMCG_TASK_STATE_MASK) != UMCG_TASK_RUNNABLE)
+			break;	/* not held, and not about to be */
+		scx_relax();
+	}
+	return ret;
+}
+
+/* All waiters: a plain thread in umcg_join() may sleep on the word too. */
+static void scx_wake(struct umcg_thread *t)
+{
+	struct umcg_group *g = t->group;
+	int core = atomic_load(&t->core);
+	int slot = scx_slot_of(t);
+	uint64_t seq;
+	bool woken;
+
+	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+	if (atomic_load(&scx.gone) || core < 0 || !g || slot < 0 ||
+	    slot >= UMCG_SCX_MAX_TASKS)
+		return;
+	/*
+	 * The futex wake came first, so a failed pick loses nothing: at
+	 * worst the scheduler holds the thread until its hold time ends.
+	 * Once futex_wake() returned, a sleep in scx_wait() that it ended is
+	 * published (the scheduler's quiescent() ran before the wake-up
+	 * found the thread off its runqueue); a worker not in scx_wait()
+	 * any more ran on, and a later sleep of it is not ours to end.
+	 */
+	seq = __atomic_load_n(&scx_task(slot)->seq, __ATOMIC_SEQ_CST);
+	/* After seq: still in scx_wait() means seq was read during that sleep. */
+	woken = atomic_load(&scx.in_wait[slot]);
+	scx_pick(t->tid, slot, g->cores[core].cpu, woken, seq);
+}
+
+static int scx_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next)
+{
+	scx_wake(next);
+	umcg_ref_put(next);
+	return scx_wait(self, seen, 0);
+}
+
+/* A CPU to let @t run libumcg code on: its own, else where it slept. */
+static int scx_cpu_for(struct umcg_thread *t, uint32_t slept_cpu)
+{
+	return t->pinned_cpu >= 0 ? t->pinned_cpu : (int)slept_cpu;
+}
+
+/* Let @t, held though it slept inside libumcg, run (see the top of this file). */
+static void scx_release_held(struct umcg_thread *t, int slot, uint32_t slept_cpu)
+{
+	cpu_set_t set;
+	int ret;
+
+	ret = scx_pick(t->tid, slot, scx_cpu_for(t, slept_cpu), false, 0);
+	if (ret != -EINVAL)
+		return;
+	/* Its affinity changed: any CPU it may run on. */
+	if (sched_getaffinity(t->tid, sizeof(set), &set))
+		return;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (CPU_ISSET(cpu, &set)) {
+			scx_pick(t->tid, slot, cpu, false, 0);
+			return;
+		}
+	}
+}
+
+static void scx_apply(struct umcg_core *c, struct umcg_thread *t, uint32_t type)
+{
+	struct umcg_event ev = { .type = type, .thread = t };
+
+	umcg_apply_event(c, &ev);
+}
+
+/*
+ * What slot @slot (worker @t) published since we last looked: one
+ * consistent snapshot, then the events.  Under scx.lock.
+ */
+static void scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread *t)
+{
+	const volatile struct umcg_task *ut = scx_task(slot);
+	uint64_t seq, bns, base;
+	uint32_t st, cpu;
+	bool in_lib;
+
+	do {
+		seq = scx_pub_seq(slot);
+		st = __atomic_load_n(&ut->state, __ATOMIC_ACQUIRE) & UMCG_TASK_STATE_MASK;
+		bns = scx_pub_bns(slot);
+		cpu = __atomic_load_n(&ut->cpu, __ATOMIC_RELAXED);
+	} while (seq != scx_pub_seq(slot));
+	if (seq == atomic_load(&scx.last_seq[slot]))
+		return;
+	atomic_store(&scx.last_seq[slot], seq);
+
+	if (st == UMCG_TASK_DONE) {
+		/* It exited registered (no umcg exit path): free its core. */
+		atomic_store(&scx.slots[slot], NULL);
+		scx_apply(c, t, UMCG_EV_EXITED);
+		umcg_ref_put(t);
+		return;
+	}
+	if (st != UMCG_TASK_BLOCKED && st != UMCG_TASK_RUNNABLE)
+		return;
+	/* in_lib first, then base: see scx_wait(). */
+	in_lib = atomic_load(&t->in_lib) != 0;
+	base = atomic_load(&scx.base_bns[slot]);
+	if (bns != base && atomic_compare_exchange_strong(&scx.base_bns[slot], &base, bns) &&
+	    !in_lib)
+		scx_apply(c, t, UMCG_EV_BLOCKED);
+	if (st != UMCG_TASK_RUNNABLE)
+		return;
+	if (!atomic_load(&t->in_lib) &&
+	    umcg_state_of(umcg_thread_load_state(t)) == UMCG_TASK_BLOCKED) {
+		/* Held until the policy picks it: C3. */
+		scx_apply(c, t, UMCG_EV_WOKEN);
+		return;
+	}
+	scx_release_held(t, slot, cpu);
+}
+
+/*
+ * Look at every slot of ours and apply what changed, in order, under
+ * scx.lock (one server at a time).  Returns 0: the events are applied
+ * here already.
+ */
+static int scx_poll_events(struct umcg_core *c, struct umcg_event *ev, int max)
+{
+	pthread_mutex_lock(&scx.lock);
+	for (unsigned int i = 0; i < UMCG_SCX_MAX_TASKS; i++) {
+		struct umcg_thread *t = atomic_load(&scx.slots[i]);
+
+		if (t)
+			scx_look(c, i, t);
+	}
+	pthread_mutex_unlock(&scx.lock);
+	return 0;
+}
+
+static bool scx_events_pending(void)
+{
+	for (unsigned int i = 0; i < UMCG_SCX_MAX_TASKS; i++)
+		if (atomic_load(&scx.slots[i]) &&
+		    scx_pub_seq(i) != atomic_load(&scx.last_seq[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Until c->wake_seq moves from @seen, a slot of ours changed, or the group
+ * stops: yield, which is where the scheduler holds us (it runs us on
+ * news).  Without the scheduler: sleep on wake_seq, with a timeout.
+ */
+static int scx_server_wait(struct umcg_core *c, uint32_t seen)
+{
+	struct umcg_group *g = c->group;
+	struct scx_group *sg = g->backend_priv;
+	bool registered = atomic_load(&sg->servers[c->idx].tid) == gettid();
+	uint64_t checked = umcg_now_ns(), dump_ns = 0;
+
+	for (;;) {
+		uint64_t now;
+
+		if (atomic_load(&g->stopping)) {
+			scx_server_leave(c);
+			return 0;
+		}
+		if (atomic_load(&c->wake_seq) != seen || scx_events_pending())
+			return 0;
+		now = umcg_now_ns();
+		if (c->idx == 0 && atomic_load(&g->dump_signal) && now >= dump_ns) {
+			if (atomic_exchange(&g->dump_requested, 0))
+				umcg_dump(stderr);
+			dump_ns = now + SCX_DUMP_POLL_NS;
+		}
+		if (!registered || atomic_load(&scx.gone)) {
+			umcg_futex_wait(&c->wake_seq, seen, umcg_now_ns() + SCX_SLEEP_NS);
+			continue;
+		}
+		/* Held, we come back only on news: a quick return means it is gone. */
+		if (now - checked >= SCX_GONE_CHECK_NS) {
+			checked = now;
+			if (scx_gone_check())
+				continue;
+		}
+		sched_yield();
+	}
+}
+
+static void scx_server_wake(struct umcg_core *c)
+{
+	struct scx_group *sg = c->group->backend_priv;
+	struct umcg_scx_poke_args a = { .cpu = (uint32_t)c->cpu };
+	pid_t tid;
+
+	if (!sg)
+		return;
+	tid = atomic_load(&sg->servers[c->idx].tid);
+	if (tid == gettid())
+		return;		/* awake: it looks again before it yields */
+	if (tid && !atomic_load(&scx.gone) && scx_run(SCX_PROG_POKE, &a, sizeof(a)) == 0)
+		return;
+	umcg_futex_wake(&c->wake_seq, 1);
+}
+
+const struct umcg_backend_ops umcg_backend_scx = {
+	.name			= "scx",
+	.probe			= scx_probe,
+	.init			= scx_init,
+	.fini			= scx_fini,
+	.worker_register	= scx_worker_register,
+	.worker_unregister	= scx_worker_unregister,
+	.server_start		= scx_server_start,
+	.wait			= scx_wait,
+	.wake			= scx_wake,
+	.switch_to		= scx_switch_to,
+	.server_wait		= scx_server_wait,
+	.server_wake		= scx_server_wake,
+	.poll_events		= scx_poll_events,
+	.worker_reserve		= scx_worker_reserve,
+	.worker_unreserve	= scx_worker_unreserve,
+	.worker_release		= scx_worker_release,
+	.pin_by_waker		= true,
+	.kernel_moves		= false,
+};
