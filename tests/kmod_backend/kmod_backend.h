@@ -131,4 +131,18 @@ static inline const char *kb_module_get(void)
 	return kb_why;
 }
 
+/* The module's block detection ("tracepoint", "kprobe"), "" if unknown. */
+static inline const char *kb_hook(char *buf, size_t len)
+{
+	FILE *f = fopen("/sys/class/misc/" UMCG_DEVICE_NAME "/hook", "re");
+
+	buf[0] = '\0';
+	if (f) {
+		if (fgets(buf, (int)len, f))
+			buf[strcspn(buf, "\n")] = '\0';
+		fclose(f);
+	}
+	return buf;
+}
+
 #endif /* KMOD_BACKEND_H */

@@ -46,20 +46,6 @@ static void *rx_next(void *arg)
 	return NULL;
 }
 
-/* The module's block detection ("tracepoint", "kprobe"), "" if unknown. */
-static const char *rx_hook(char *buf, size_t len)
-{
-	FILE *f = fopen("/sys/class/misc/" UMCG_DEVICE_NAME "/hook", "re");
-
-	buf[0] = '\0';
-	if (f) {
-		if (fgets(buf, (int)len, f))
-			buf[strcspn(buf, "\n")] = '\0';
-		fclose(f);
-	}
-	return buf;
-}
-
 FIXTURE(rx)
 {
 	bool inited;
@@ -74,7 +60,7 @@ FIXTURE_SETUP(rx)
 
 	if (why)
 		SKIP(return, "%s", why);
-	if (!strcmp(rx_hook(hook, sizeof(hook)), "kprobe"))
+	if (!strcmp(kb_hook(hook, sizeof(hook)), "kprobe"))
 		SKIP(return, "block detection by kprobe does not see exits");
 	cfg.nr_cores = 1;
 	cfg.backend = "kmod";
