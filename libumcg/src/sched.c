@@ -35,7 +35,11 @@
  * itself (set just before its compare-and-swap); STARTING, the run is
  * being started (its word may not read RUNNING yet); and which duties
  * were done.  Whoever makes a thread RUNNING starts a run before and ends
- * STARTING after the store (umcg_run_begin(), umcg_run_started()).  A
+ * STARTING after the store (umcg_run_begin(), umcg_run_started()).  Run
+ * numbers are taken by compare-and-swap, never reused: a thread taking
+ * RUNNING back for itself races a claim or an unpark of its word, and the
+ * loser's abandoned start must not mark the winner's run
+ * (umcg_run_begin_self(), umcg_run_abort()).  A
  * server that finds no LIB and no STARTING knows that a word off RUNNING
  * was moved by the kernel in the current run; it claims a duty with a
  * compare-and-swap of t->kmove under the lock of the thread's core, so
@@ -167,28 +171,66 @@ static bool umcg_kmoves(const struct umcg_thread *t)
 	return t->group && t->group->backend->kernel_moves;
 }
 
-/*
- * @t is about to be made RUNNING by its holder (or by itself, taking its
- * core back): start a new run (see "Kernel moves" above) and tell the
- * kernel which server to poke about it.  A no-op for the user backend.
- */
-static void umcg_run_begin(struct umcg_thread *t)
+/* The t->kmove of the run after the one @k numbers, being started. */
+static uint64_t umcg_run_next(uint64_t k)
+{
+	return ((k >> UMCG_KMOVE_RUN_SHIFT) + 1) << UMCG_KMOVE_RUN_SHIFT | UMCG_KMOVE_STARTING;
+}
+
+/* Tell the kernel which server to poke about @t's run just begun. */
+static void umcg_run_prepare(struct umcg_thread *t)
 {
 	struct umcg_group *g = t->group;
 	struct umcg_task *ut = t->ut;
 	int idx = atomic_load(&t->core);
-	uint64_t run;
 
-	if (!umcg_kmoves(t))
-		return;
 	if (idx >= 0)
 		__atomic_store_n(&ut->server_tid,
 				 (uint32_t)__atomic_load_n(&g->cores[idx].server_tid,
 							   __ATOMIC_RELAXED),
 				 __ATOMIC_RELAXED);
 	atomic_store(&t->kmove_blocked_ns, __atomic_load_n(&ut->blocked_ns, __ATOMIC_RELAXED));
-	run = (atomic_load(&t->kmove) >> UMCG_KMOVE_RUN_SHIFT) + 1;
-	atomic_store(&t->kmove, run << UMCG_KMOVE_RUN_SHIFT | UMCG_KMOVE_STARTING);
+}
+
+/*
+ * @t is about to be made RUNNING by its holder: start a new run (see
+ * "Kernel moves" above).  The run number is taken with a compare-and-swap,
+ * so no two starts share one and umcg_run_abort() of a start that lost
+ * the word never marks this run.  A no-op for the user backend.
+ */
+static void umcg_run_begin(struct umcg_thread *t)
+{
+	uint64_t k;
+
+	if (!umcg_kmoves(t))
+		return;
+	k = atomic_load(&t->kmove);
+	while (!atomic_compare_exchange_weak(&t->kmove, &k, umcg_run_next(k)))
+		;
+	umcg_run_prepare(t);
+}
+
+/*
+ * @self left RUNNING itself (LIB) and still owns its core, and wants
+ * RUNNING back; its word, PARKED or RUNNABLE meanwhile, may be won by a
+ * claim or an unpark, whose holder then begins its own run.  Start a run
+ * only if none began since @self left.  Returns the t->kmove of the run
+ * begun; 0 if another began (@self lost its word), or for the user
+ * backend (nothing to begin).
+ */
+static uint64_t umcg_run_begin_self(struct umcg_thread *self)
+{
+	uint64_t k, next;
+
+	if (!umcg_kmoves(self))
+		return 0;
+	k = atomic_load(&self->kmove);
+	next = umcg_run_next(k);
+	if (!(k & UMCG_KMOVE_LIB) ||
+	    !atomic_compare_exchange_strong(&self->kmove, &k, next))
+		return 0;
+	umcg_run_prepare(self);
+	return next;
 }
 
 /* @t's word reads RUNNING now: the run has started. */
@@ -198,12 +240,16 @@ static void umcg_run_started(struct umcg_thread *t)
 		atomic_fetch_and(&t->kmove, ~UMCG_KMOVE_STARTING);
 }
 
-/* The run begun was not started after all: the word is the library's. */
-static void umcg_run_abort(struct umcg_thread *t)
+/*
+ * The run @begun (umcg_run_begin_self()) was not started after all: the
+ * word is the library's again, unless a holder began a run since.
+ */
+static void umcg_run_abort(struct umcg_thread *self, uint64_t begun)
 {
-	if (umcg_kmoves(t))
-		atomic_store(&t->kmove, (atomic_load(&t->kmove) & ~UMCG_KMOVE_STARTING) |
-					UMCG_KMOVE_LIB);
+	uint64_t k = begun;
+
+	atomic_compare_exchange_strong(&self->kmove, &k,
+				       (begun & ~UMCG_KMOVE_STARTING) | UMCG_KMOVE_LIB);
 }
 
 /* @self is about to leave RUNNING itself (or, @on false, did not after all). */
@@ -469,13 +515,19 @@ static void umcg_back_to_running(struct umcg_thread *self, struct umcg_core *c,
 
 	while (umcg_state_of(s) == left) {
 		uint32_t run = (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNING;
+		uint64_t begun = umcg_run_begin_self(self);
 
-		umcg_run_begin(self);
+		if (!begun && umcg_kmoves(self)) {
+			/* A claim or an unpark won the word: it reads so now. */
+			s = umcg_thread_load_state(self);
+			continue;
+		}
 		if (umcg_state_cas(self, &s, permit ? run | UMCG_TF_PERMIT : run)) {
 			umcg_run_started(self);
 			return;
 		}
-		umcg_run_abort(self);
+		if (begun)
+			umcg_run_abort(self, begun);
 	}
 	umcg_core_give(c, self);
 	umcg_wait_for_core(self, 0);

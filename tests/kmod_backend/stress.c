@@ -162,17 +162,10 @@ FIXTURE_VARIANT(st)
 	unsigned int nr_cores;
 	const char *policy;
 	uint64_t time_slice_ns;
-	/* A known, not yet fixed failure with the kprobe hook: SKIP there. */
-	const char *kprobe_bug;
 };
 
 FIXTURE_VARIANT_ADD(st, fifo_1) { .nr_cores = 1, .policy = "fifo" };
-FIXTURE_VARIANT_ADD(st, steal_2) {
-	.nr_cores = 2, .policy = "steal",
-	.kprobe_bug = "known bug with the kprobe hook (6.12), about 1 run in 7: "
-		      "a worker is lost, RUNNABLE and held by the kernel while "
-		      "the library still has it own its core (issue 4, open)",
-};
+FIXTURE_VARIANT_ADD(st, steal_2) { .nr_cores = 2, .policy = "steal" };
 FIXTURE_VARIANT_ADD(st, fifo_1_slice) {
 	.nr_cores = 1, .policy = "fifo", .time_slice_ns = 300 * 1000,
 };
@@ -184,14 +177,11 @@ FIXTURE_SETUP(st)
 {
 	struct umcg_config cfg = { .size = sizeof(cfg) };
 	const char *why = kb_module_get();
-	char hook[32];
 	cpu_set_t set;
 
 	self->run.pipefd[0] = self->run.pipefd[1] = -1;
 	if (why)
 		SKIP(return, "%s", why);
-	if (variant->kprobe_bug && !strcmp(kb_hook(hook, sizeof(hook)), "kprobe"))
-		SKIP(return, "%s", variant->kprobe_bug);
 	ASSERT_EQ(0, sched_getaffinity(0, sizeof(set), &set));
 	if (CPU_COUNT(&set) < (int)variant->nr_cores)
 		SKIP(return, "needs %u CPUs", variant->nr_cores);
