@@ -32,6 +32,15 @@ const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
 	{ UMCG_SCX_PIN_CTL,		0600 },
 #ifdef UMCG_HAVE_SCX_ENFORCE
 	{ UMCG_SCX_PIN_SHARED,		0666 },
+	{ UMCG_SCX_PIN_WAKE,		0600 },
+	/*
+	 * Pinned for its user reference only: the kernel frees the timers of
+	 * a map that no process holds and no pin holds ("maps with timers
+	 * must be either held by user space or pinned in bpffs", -EPERM from
+	 * bpf_timer_init()), so without it the heartbeat and the hold
+	 * release stopped when "umcgctl load" exited.
+	 */
+	{ UMCG_SCX_PIN_TIMER,		0600 },
 #endif
 	{ NULL, 0 }
 };

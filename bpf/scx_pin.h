@@ -25,6 +25,15 @@
  *                     cannot be mmapped at all, because mmap drops
  *                     VM_SHARED for a file opened without write access and
  *                     BPF refuses a mapping without it (-EINVAL on 7.3).
+ *   wake        0600  the enforcer's doorbell, a RINGBUF
+ *                     (UMCG_SCX_WAKE_RING_SZ in umcg_scx_enforce.h), only
+ *                     with UMCG_SCX_ENFORCE: libumcg's servers sleep in
+ *                     poll() on it and drain it (its consumer page is
+ *                     writable, so root only, like the commands).
+ *   enf_timer   0600  the enforcer's timer (heartbeat, hold release), only
+ *                     with UMCG_SCX_ENFORCE, pinned for the user reference
+ *                     a map with a timer needs: the kernel frees its
+ *                     timers when no process and no pin holds it.
  *   umcg_register, umcg_pick, umcg_unregister, umcg_poke
  *               0600  the enforcer's SEC("syscall") commands
  *                     (umcg_scx_enforce.h), only with UMCG_SCX_ENFORCE,
@@ -69,6 +78,8 @@
 #define UMCG_SCX_PIN_EXIT_INFO	"exit_info"
 #define UMCG_SCX_PIN_CTL	"ctl"
 #define UMCG_SCX_PIN_SHARED	"shared"
+#define UMCG_SCX_PIN_WAKE	"wake"
+#define UMCG_SCX_PIN_TIMER	"enf_timer"
 
 #define UMCG_SCX_PIN_DIR_MODE	0755
 #define UMCG_SCX_PIN_LINK_MODE	0600

@@ -213,7 +213,10 @@ void UMCG_OPS(dispatch, s32 cpu, struct task_struct *prev)
 {
 	/*
 	 * One task per call: the kernel calls again if the local DSQ is still
-	 * empty, and keeps @prev running if the FIFO has nothing for us.
+	 * empty, and keeps @prev running if the FIFO has nothing for us.  With
+	 * the enforcer (SCX_OPS_ENQ_LAST) it is enf_keep_prev() that keeps
+	 * @prev, except a held server: a pick of the kernel's deadline server
+	 * for sched_ext must not come back empty while @prev is runnable.
 	 */
 #ifdef UMCG_SCX_ENFORCE
 	if (enf_dispatch(cpu))
@@ -224,7 +227,9 @@ void UMCG_OPS(dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	}
 #ifdef UMCG_SCX_ENFORCE
-	enf_dispatch_preempted(cpu);
+	if (enf_dispatch_preempted(cpu) || enf_dispatch_contended(cpu))
+		return;
+	enf_keep_prev(prev, umcg_slice_ns);
 #endif
 }
 

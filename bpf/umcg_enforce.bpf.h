@@ -23,7 +23,34 @@
  *    moves the CPU's held server to its local DSQ.  No user-space round
  *    trip.
  *
- * c. Servers are SCHED_EXT and never sleep for the scheduler: whenever one
+ * c. Servers are SCHED_EXT.  A doorbell server (registered with
+ *    UMCG_SCX_REGISTER_DOORBELL, as libumcg's are) sleeps in the kernel
+ *    when it has nothing to do: in poll() on the ringbuf "wake", which
+ *    enf_server_news() rings (bpf_ringbuf_output with BPF_RB_FORCE_WAKEUP;
+ *    the wake-up is deferred to irq_work, so any context may ring) where a
+ *    held server gets need_server below, and on a worker's exit.  Woken, it
+ *    goes to its CPU's local DSQ; it is never held.
+ *    This is the design, and why: the watchdog (check_rq_for_timeouts())
+ *    ejects the scheduler when a task on a runqueue's runnable_list has
+ *    not run for timeout_ms since it became runnable (runnable_at; only
+ *    running resets it, a dispatch to a local DSQ does not).  In partial
+ *    mode sched_ext runs below the fair class, and only the deadline
+ *    server rq->ext_server (50 ms per 1 s) runs sched_ext tasks on a CPU
+ *    that fair-class threads keep busy.  That server stops when its pick
+ *    finds nothing to run (a held thread is not dispatched) or after the
+ *    CPU idled for a period, and it is started again only when the
+ *    runqueue's count of sched_ext tasks goes from 0 to 1
+ *    (enqueue_task_scx()).  A thread held runnable keeps that count above
+ *    0: once the server stopped, a busy fair-class thread starves every
+ *    sched_ext task of that CPU until the watchdog fires.  Seen: a held
+ *    server "failed to run for 5.7 s" while c2_contention spun plain
+ *    threads on every CPU, and 117 newly registered workers queued behind
+ *    a fair-class thread that was spawning them.  Servers that sleep leave
+ *    the count, so it returns to 0 whenever the CPU has nothing of ours
+ *    to run.
+ *
+ *    A server registered without the doorbell (the raw guest tests) never
+ *    sleeps for the scheduler: whenever one
  *    is enqueued (it yielded, its slice ended) it is inserted into
  *    UMCG_SCX_DSQ_SERVER(its cpu), runnable but held.  A server that wakes
  *    from a sleep of its own (a lock, a futex) was busy and goes to its
@@ -49,12 +76,13 @@
  *    that is not held, see i.
  *
  * f. Liveness.  A timer (UMCG_SCX_TIMER_NS) asks for the heartbeat of
- *    servers held too long and, for a worker held longer than
- *    UMCG_SCX_HOLD_MAX_NS (less than half the default watchdog), sets
- *    release_pending and kicks a CPU, whose dispatch releases every expired
- *    worker to SCX_DSQ_GLOBAL and publishes RUNNING: a late C3, never an
- *    ejection.  Expired workers are moved in dispatch; servers whose
- *    heartbeat is due are moved by the timer itself (c).
+ *    servers held too long and releases every worker held longer than
+ *    UMCG_SCX_HOLD_MAX_NS (less than half the default watchdog) itself:
+ *    to the local DSQ of the CPU it is on, published RUNNING: a late C3,
+ *    never an ejection (enf_release_expired()).  Not through a dispatch it
+ *    kicks: a kick does not reach a CPU that runs a fair-class task, and a
+ *    global flag taken by another CPU's dispatch left the worker held
+ *    (seen: a worker held 5.8 s with its CPU idle).
  *
  * g. A RUNNING worker that is preempted or whose slice ends goes to
  *    UMCG_SCX_DSQ_WORKER(cpu), not to the local DSQ, so that its CPU still
@@ -116,6 +144,8 @@
 #ifndef UMCG_ENFORCE_BPF_H
 #define UMCG_ENFORCE_BPF_H
 
+#include <asm-generic/errno.h>	/* ESTALE */
+
 #include "umcg_scx_enforce.h"
 
 /* The iterator of the innermost bpf_for_each(), for scx_bpf_dsq_move(). */
@@ -149,6 +179,9 @@ extern s32 scx_bpf_task_cpu(const struct task_struct *p) __ksym;
 extern bool bpf_cpumask_test_cpu(u32 cpu, const struct cpumask *cpumask) __ksym;
 extern void bpf_rcu_read_lock(void) __ksym;
 extern void bpf_rcu_read_unlock(void) __ksym;
+extern struct rq *scx_bpf_locked_rq(void) __ksym __weak;
+extern bool scx_bpf_task_set_slice(struct task_struct *p,
+				   u64 slice) __ksym __weak;
 
 /* Per-thread state: authoritative, kernel-only. */
 struct enf_task {
@@ -159,6 +192,7 @@ struct enf_task {
 	u32	cpu;		/* server: its CPU; worker: its server's CPU */
 	u32	held;		/* worker: in its group DSQ, waiting for pick */
 	u32	tid;		/* the tid it registered with: its slot's key */
+	u32	doorbell;	/* server: sleeps, woken by the doorbell */
 	u64	held_ns;	/* worker: when it was held */
 };
 
@@ -186,6 +220,8 @@ struct enf_group {
 struct enf_cpu {
 	u64	server_ns;	/* last time dispatch ran the held server */
 	u32	need_server;	/* dispatch: run the held server next */
+	u32	nr_held;	/* registered servers held in sched_yield() */
+	u32	nr_doorbell;	/* registered servers woken by the doorbell */
 	u32	pad;
 };
 
@@ -236,6 +272,12 @@ struct {
 	__type(value, struct umcg_scx_enf_stats);
 } enf_stats SEC(".maps");
 
+/* The doorbell of servers that sleep (c, UMCG_SCX_WAKE_RING_SZ). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, UMCG_SCX_WAKE_RING_SZ);
+} wake SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
@@ -243,8 +285,6 @@ struct {
 	__type(value, struct enf_timer);
 } enf_timer SEC(".maps");
 
-/* Set by the timer, cleared by the dispatch that releases held workers. */
-__u32 enf_release_pending;
 /* Set by ops.exit: the timer stops re-arming. */
 __u32 enf_stopped;
 
@@ -341,6 +381,48 @@ static __always_inline u64 enf_worker_dsq(u32 cpu)
 	return SCX_DSQ_LOCAL_ON | cpu;
 }
 
+/*
+ * Ring the doorbell if a server of @cpu sleeps on it.  The wake-up itself
+ * is deferred by the ring (irq_work), so this is safe under any rq lock.
+ * A full ring loses the record: the servers drain it whenever they wake,
+ * and sleep with a timeout (libumcg), so the loss costs time, not a hang.
+ */
+static __always_inline bool enf_ring(u32 cpu)
+{
+	struct enf_cpu *c = enf_cpu_of(cpu);
+	u64 rec = cpu;
+
+	if (!c || !READ_ONCE(c->nr_doorbell))
+		return false;
+	if (bpf_ringbuf_output(&wake, &rec, sizeof(rec), BPF_RB_FORCE_WAKEUP))
+		enf_stat(UMCG_SCX_ENF_DOORBELL_FULL);
+	else
+		enf_stat(UMCG_SCX_ENF_DOORBELL);
+	return true;
+}
+
+/*
+ * A server of @cpu has news.  One that sleeps gets the doorbell; one held
+ * in sched_yield() is run by @cpu's next dispatch (need_server), and @cpu
+ * is kicked with @kick_flags unless they are 0 (the caller's CPU is about
+ * to dispatch anyway).
+ */
+static __always_inline bool enf_server_news(u32 cpu, u64 kick_flags)
+{
+	struct enf_cpu *c = enf_cpu_of(cpu);
+	bool rang;
+
+	if (!c)
+		return false;
+	rang = enf_ring(cpu);
+	if (!READ_ONCE(c->nr_held))
+		return rang;
+	WRITE_ONCE(c->need_server, 1);
+	if (kick_flags)
+		scx_bpf_kick_cpu(cpu, kick_flags);
+	return rang;
+}
+
 /* Ask @cpu's next dispatch for its held server; kick it if it idles. */
 static __always_inline void enf_poke_server(u32 cpu, u64 kick_flags)
 {
@@ -350,6 +432,23 @@ static __always_inline void enf_poke_server(u32 cpu, u64 kick_flags)
 		return;
 	WRITE_ONCE(c->need_server, 1);
 	scx_bpf_kick_cpu(cpu, kick_flags);
+}
+
+/*
+ * Server @t joins (@delta 1) or leaves (-1) the count of its CPU's servers
+ * of its kind, which says whether news for that CPU needs need_server, the
+ * doorbell, or both.
+ */
+static __always_inline void enf_server_count(struct enf_task *t, int delta)
+{
+	struct enf_cpu *c = enf_cpu_of(t->cpu);
+
+	if (!c)
+		return;
+	if (t->doorbell)
+		__sync_fetch_and_add(&c->nr_doorbell, delta);
+	else
+		__sync_fetch_and_add(&c->nr_held, delta);
 }
 
 /* ---- sched_ext hooks; each returns false for threads that are not ours ---- */
@@ -410,7 +509,7 @@ static __always_inline void enf_runnable(struct task_struct *p, u64 enq_flags)
 	 * Preempt: the server must look now even if a worker runs on its
 	 * CPU, as another core may be idle for the woken one.
 	 */
-	enf_poke_server(t->cpu, SCX_KICK_PREEMPT);
+	enf_server_news(t->cpu, SCX_KICK_PREEMPT);
 }
 
 /* ops.enqueue: true if @p was inserted. */
@@ -422,6 +521,19 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 	if (!t)
 		return false;
 	if (t->role == ENF_ROLE_SERVER) {
+		u64 local = SCX_DSQ_LOCAL_ON | (t->cpu & (UMCG_SCX_MAX_CPUS - 1));
+
+		/*
+		 * A doorbell server is never held: it waits its turn on its
+		 * CPU's local DSQ like any thread.  Not preempting the
+		 * worker there: with that, c2_latency saw libumcg abort on
+		 * every run ("runs in state 1": its blocker ran unpicked
+		 * after the server applied its WOKEN; not understood yet).
+		 */
+		if (t->doorbell) {
+			umcg_dsq_insert(p, local, slice, enq_flags);
+			return true;
+		}
 		/*
 		 * A server that woke up from its own sleep (a lock, a
 		 * futex) was busy: it runs, like any woken thread, on its
@@ -507,40 +619,14 @@ static __always_inline void enf_quiescent(struct task_struct *p)
 	cpu = bpf_get_smp_processor_id();
 	enf_publish(t, UMCG_TASK_BLOCKED, ENF_TS_BLOCKED, cpu);
 	enf_stat(UMCG_SCX_ENF_BLOCK);
-	/* This CPU's next dispatch runs its server: no kick needed. */
-	if (cpu < UMCG_SCX_MAX_CPUS) {
-		struct enf_cpu *c = enf_cpu_of(cpu);
-
-		if (c)
-			WRITE_ONCE(c->need_server, 1);
-	}
-}
-
-/* Release every worker held longer than UMCG_SCX_HOLD_MAX_NS.  dispatch only. */
-static __always_inline void enf_release_expired(void)
-{
-	int g;
-	u64 now = bpf_ktime_get_ns();
-	struct task_struct *p;
-
-	bpf_for(g, 0, UMCG_SCX_MAX_GROUPS) {
-		if (scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_GROUP(g)) <= 0)
-			continue;
-		bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_GROUP(g), 0) {
-			struct enf_task *t = enf_task_of(p);
-
-			if (!t || !t->held)
-				continue;
-			if (now - t->held_ns < UMCG_SCX_HOLD_MAX_NS)
-				break;	/* FIFO: the rest came later */
-			if (scx_bpf_dsq_move(ENF_ITER, p,
-					     SCX_DSQ_GLOBAL, 0)) {
-				t->held = 0;
-				enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
-				enf_stat(UMCG_SCX_ENF_HOLD_EXPIRED);
-			}
-		}
-	}
+	/*
+	 * This CPU's next dispatch runs its held server: no kick needed.
+	 * Doorbell servers are woken, for this CPU or for the worker's own
+	 * server (t->cpu): one ring wakes them all.
+	 */
+	if ((cpu >= UMCG_SCX_MAX_CPUS || !enf_server_news(cpu, 0)) &&
+	    t->cpu != cpu)
+		enf_ring(t->cpu);
 }
 
 /* ops.dispatch, first: true if it moved something to @cpu's local DSQ. */
@@ -548,10 +634,6 @@ static __always_inline bool enf_dispatch(s32 cpu)
 {
 	struct enf_cpu *c;
 
-	if (enf_release_pending) {
-		enf_release_pending = 0;
-		enf_release_expired();
-	}
 	if (cpu < 0 || cpu >= UMCG_SCX_MAX_CPUS)
 		return false;
 	c = enf_cpu_of(cpu);
@@ -585,6 +667,77 @@ static __always_inline bool enf_dispatch_preempted(s32 cpu)
 	return umcg_dsq_move_to_local(UMCG_SCX_DSQ_WORKER(cpu));
 }
 
+/*
+ * ops.dispatch, last, with nothing else for @cpu: while fair-class tasks
+ * are queued on @cpu's runqueue, run a worker held there (a late C3) rather
+ * than nothing.  sched_ext runs below the fair class, so a dispatch then
+ * is the pick of the kernel's deadline server for sched_ext (rq->ext_server,
+ * after the fair class kept us off the CPU for most of its period): if that
+ * pick finds nothing, the server stops (dl_server_stop() in
+ * __pick_task_dl()) and is started again only when the runqueue has no
+ * sched_ext task at all (enqueue_task_scx()), which the held worker itself
+ * prevents; from then on every sched_ext task of the CPU waits for the
+ * fair class to go idle, and a busy fair-class thread trips the watchdog.
+ * Seen in c2_contention (plain threads spinning on every CPU): a napping
+ * worker held on a CPU, then the server and two workers there "failed to
+ * run for 7.3 s".  Published RUNNING, like a hold that expired.
+ */
+static __always_inline bool enf_dispatch_contended(s32 cpu)
+{
+	struct rq *rq = scx_bpf_locked_rq ? scx_bpf_locked_rq() : NULL;
+	struct task_struct *p;
+	int g;
+
+	if (!rq || !rq->cfs.h_nr_queued)
+		return false;
+	bpf_for(g, 0, UMCG_SCX_MAX_GROUPS) {
+		if (scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_GROUP(g)) <= 0)
+			continue;
+		bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_GROUP(g), 0) {
+			struct enf_task *t;
+
+			if (scx_bpf_task_cpu(p) != cpu)
+				continue;
+			if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL, 0))
+				continue;
+			t = enf_task_of(p);
+			if (t && t->held) {
+				t->held = 0;
+				enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+			}
+			enf_stat(UMCG_SCX_ENF_HOLD_CONTENDED);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * ops.dispatch, when it found nothing for @cpu: keep running @prev, if it
+ * is still runnable, with a fresh @slice - what the kernel does without
+ * SCX_OPS_ENQ_LAST - unless it is a held server (c, g), which the flag
+ * is for.  Not leaving it to the SCX_ENQ_LAST enqueue that follows: the
+ * pick has returned nothing by then, and when that pick was the deadline
+ * server's (rq->ext_server, which runs sched_ext tasks on a CPU that the
+ * fair class keeps busy), that server stops (__pick_task_dl()) and is
+ * started again only when the runqueue's count of sched_ext tasks goes
+ * from 0 to 1, which @prev, runnable, prevents.  Seen: one SCHED_EXT
+ * thread that never sleeps, on a CPU with a spinning fair-class thread,
+ * did not run for 6 s (and any thread of ours queued behind it neither).
+ */
+static __always_inline void enf_keep_prev(struct task_struct *prev, u64 slice)
+{
+	struct enf_task *t;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) ||
+	    !scx_bpf_task_set_slice)
+		return;
+	t = enf_task_of(prev);
+	if (t && t->role == ENF_ROLE_SERVER && !t->doorbell)
+		return;
+	scx_bpf_task_set_slice(prev, slice);
+}
+
 /* ops.exit_task */
 static __always_inline void enf_exit_task(struct task_struct *p)
 {
@@ -597,6 +750,10 @@ static __always_inline void enf_exit_task(struct task_struct *p)
 		return;
 	enf_publish(t, UMCG_TASK_DONE, ENF_TS_NONE, 0);
 	enf_stat(UMCG_SCX_ENF_EXIT);
+	if (t->role == ENF_ROLE_SERVER)
+		enf_server_count(t, -1);
+	else
+		enf_ring(t->cpu);	/* its server looks for DONE */
 	t->role = 0;
 	idx = t->group;
 	g = bpf_map_lookup_elem(&groups, &idx);
@@ -661,12 +818,42 @@ static __always_inline bool enf_run_server_now(u32 cpu)
 	return moved;
 }
 
+/*
+ * Release every worker of group DSQ @dsq held since UMCG_SCX_HOLD_MAX_NS
+ * before @now: to the local DSQ of the CPU it is on (a late C3, never an
+ * ejection), published RUNNING.  From the timer itself, not from a
+ * dispatch it would have to kick: a kicked CPU that runs a fair-class task
+ * does not dispatch, and the release must not depend on one.  A task in a
+ * group DSQ that is not a held worker (impossible; or its task storage was
+ * busy for the timer's lookup) is released too: nothing stays in a DSQ no
+ * CPU consumes.  Timer only (scx_bpf_dsq_move outside ops).
+ */
+static __always_inline void enf_release_expired(u64 dsq, u64 now)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		struct enf_task *t = enf_task_of(p);
+		s32 cpu = scx_bpf_task_cpu(p);
+
+		if (t && t->held && now - t->held_ns < UMCG_SCX_HOLD_MAX_NS)
+			continue;
+		if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0))
+			continue;
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		enf_stat(UMCG_SCX_ENF_HOLD_EXPIRED);
+		if (t && t->held) {
+			t->held = 0;
+			enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+		}
+	}
+}
+
 static int enf_timer_fn(void *map, int *key, struct bpf_timer *timer)
 {
 	int cpu, g;
 	u64 now = bpf_ktime_get_ns();
 	u32 nr = scx_bpf_nr_cpu_ids();
-	struct task_struct *p;
 
 	bpf_for(cpu, 0, UMCG_SCX_MAX_CPUS) {
 		struct enf_cpu *c;
@@ -685,17 +872,7 @@ static int enf_timer_fn(void *map, int *key, struct bpf_timer *timer)
 	bpf_for(g, 0, UMCG_SCX_MAX_GROUPS) {
 		if (scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_GROUP(g)) <= 0)
 			continue;
-		bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_GROUP(g), 0) {
-			struct enf_task *t = enf_task_of(p);
-
-			if (t && t->held &&
-			    now - t->held_ns >= UMCG_SCX_HOLD_MAX_NS) {
-				enf_release_pending = 1;
-				scx_bpf_kick_cpu(scx_bpf_task_cpu(p),
-						 SCX_KICK_PREEMPT);
-			}
-			break;
-		}
+		enf_release_expired(UMCG_SCX_DSQ_GROUP(g), now);
 	}
 	if (!enf_stopped)
 		bpf_timer_start(timer, UMCG_SCX_TIMER_NS, 0);
@@ -810,7 +987,7 @@ int umcg_register(struct umcg_scx_register_args *args)
 			return scpu;
 		cpu = scpu;
 		role = ENF_ROLE_WORKER;
-	} else if (flags == UMCG_REGISTER_SERVER) {
+	} else if ((flags & ~UMCG_SCX_REGISTER_DOORBELL) == UMCG_REGISTER_SERVER) {
 		bool allowed;
 
 		if (server_tid || cpu >= UMCG_SCX_MAX_CPUS ||
@@ -869,7 +1046,10 @@ int umcg_register(struct umcg_scx_register_args *args)
 	t->held = 0;
 	t->held_ns = 0;
 	t->tid = tid;
+	t->doorbell = !!(flags & UMCG_SCX_REGISTER_DOORBELL);
 	t->state = UMCG_TASK_RUNNING;
+	if (role == ENF_ROLE_SERVER)
+		enf_server_count(t, 1);
 	/* Last: from here the hooks treat the caller as ours. */
 	WRITE_ONCE(t->role, role);
 	enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
@@ -894,11 +1074,13 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 	struct enf_slot *sp;
 	int ret = -EAGAIN;
 	s32 gi = -1, si = -1;
-	u32 st;
+	u32 st, seq;
+	u32 seqf = args->flags & (UMCG_SCX_PICK_WOKEN | UMCG_SCX_PICK_SEQ);
 
-	if ((args->flags & ~UMCG_SCX_PICK_WOKEN) ||
-	    (args->pad && !(args->flags & UMCG_SCX_PICK_WOKEN)) || !tid ||
-	    cpu >= scx_bpf_nr_cpu_ids())
+	/* At most one of the two flags; @pad only with one. */
+	if ((args->flags & ~seqf) ||
+	    seqf == (UMCG_SCX_PICK_WOKEN | UMCG_SCX_PICK_SEQ) ||
+	    (args->pad && !seqf) || !tid || cpu >= scx_bpf_nr_cpu_ids())
 		return -EINVAL;
 	/* The caller's group: a tid of another process is -ESRCH. */
 	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
@@ -927,12 +1109,27 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 	 * with its wake-up coming.
 	 */
 	st = READ_ONCE(sp->state);
-	if (!(args->flags & UMCG_SCX_PICK_WOKEN))
+	if (!seqf)
 		goto held;
-	/* Moved since the caller woke it: a later sleep, not ours to end. */
 	sh = enf_shared();
-	if (!sh || (u32)sh->task[si & (UMCG_SCX_MAX_TASKS - 1)].seq != args->pad)
+	if (!sh)
+		return -ESRCH;
+	seq = (u32)sh->task[si & (UMCG_SCX_MAX_TASKS - 1)].seq;
+	/* Only the hold the caller saw: a later one is not its to end. */
+	if (args->flags & UMCG_SCX_PICK_SEQ) {
+		if (seq != args->pad)
+			return -ESTALE;
 		goto held;
+	}
+	/*
+	 * UMCG_SCX_PICK_WOKEN.  One move since the caller woke it: this
+	 * wake-up's hold (runnable() published RUNNABLE).  More: the worker
+	 * ran on, and a later sleep or hold is not the caller's to end.
+	 */
+	if (seq == args->pad + 1)
+		goto held;
+	if (seq != args->pad)
+		return -ESTALE;
 	if (st == UMCG_TASK_RUNNING)
 		return 0;
 	if (st == UMCG_TASK_BLOCKED) {
@@ -1025,6 +1222,8 @@ int umcg_unregister(struct umcg_scx_unregister_args *args)
 		return -EINVAL;
 	}
 	/* Published NEW: the slot reads free; no hook looks at it now. */
+	if (t->role == ENF_ROLE_SERVER)
+		enf_server_count(t, -1);
 	t->state = UMCG_TASK_NEW;
 	WRITE_ONCE(t->role, 0);
 	t->held = 0;
@@ -1058,7 +1257,12 @@ int umcg_poke(struct umcg_scx_poke_args *args)
 
 		if (s && s->tid && s->tgid == tgid &&
 		    s->role == ENF_ROLE_SERVER && s->cpu == cpu) {
+			struct enf_cpu *c = enf_cpu_of(cpu);
+
 			enf_stat(UMCG_SCX_ENF_POKE);
+			enf_ring(cpu);
+			if (!c || !READ_ONCE(c->nr_held))
+				return 0;
 			bpf_rcu_read_lock();
 			if (!enf_run_server_now(cpu))
 				enf_poke_server(cpu, SCX_KICK_PREEMPT);

@@ -28,6 +28,19 @@
 #define UMCG_SCX_DSQ_WORKER(cpu)	(0x200ULL + (cpu))  /* a CPU's preempted worker */
 #define UMCG_SCX_DSQ_GROUP(g)		(0x300ULL + (g))    /* a group's held workers */
 
+/*
+ * The doorbell: BPF_MAP_TYPE_RINGBUF "wake", pinned 0600.  The scheduler
+ * writes a record (the CPU whose server has news, a __u64) with
+ * BPF_RB_FORCE_WAKEUP whenever a server registered with
+ * UMCG_SCX_REGISTER_DOORBELL has news: a worker blocked, a worker woke and
+ * is held, umcg_poke, a worker exited.  Such servers sleep in poll() on the
+ * ring's descriptor, in the kernel, where the watchdog does not look, and
+ * drain the ring (consumer position := producer position) before they look
+ * for news.  Every record wakes every sleeping server: a server that finds
+ * nothing for itself sleeps again.
+ */
+#define UMCG_SCX_WAKE_RING_SZ	(64 * 1024)
+
 /* A held server runs at least this often: well under the watchdog. */
 #define UMCG_SCX_HEARTBEAT_NS	(1000ULL * 1000 * 1000)
 /* A held worker is released (late C3) after this long. */
@@ -55,7 +68,8 @@ struct umcg_scx_shared {
 
 /**
  * struct umcg_scx_register_args - context of the "umcg_register" program
- * @flags:      r: exactly one of UMCG_REGISTER_WORKER, UMCG_REGISTER_SERVER
+ * @flags:      r: exactly one of UMCG_REGISTER_WORKER, UMCG_REGISTER_SERVER;
+ *              a server may add UMCG_SCX_REGISTER_DOORBELL
  * @server_tid: r: worker: a registered server of the caller's process;
  *              server: 0
  * @cpu:        r: server: the CPU it serves (in its affinity); worker: 0
@@ -89,9 +103,10 @@ struct umcg_scx_register_args {
  * struct umcg_scx_pick_args - context of the "umcg_pick" program
  * @tid:   r: a worker of the caller's process
  * @cpu:   r: the CPU it is to run on (in its affinity)
- * @flags: r: 0 or UMCG_SCX_PICK_WOKEN
- * @pad:   r: without UMCG_SCX_PICK_WOKEN must be zero; with it, the low 32
- *         bits of the worker's slot's seq, read after the caller woke it
+ * @flags: r: 0, UMCG_SCX_PICK_WOKEN or UMCG_SCX_PICK_SEQ
+ * @pad:   r: without a flag must be zero; with UMCG_SCX_PICK_WOKEN, the low
+ *         32 bits of the worker's slot's seq, read after the caller woke
+ *         it; with UMCG_SCX_PICK_SEQ, read when the caller saw it held
  *
  * Return value: 0 when the worker is RUNNING for the scheduler: it was held
  * RUNNABLE and is now on @cpu's local DSQ (the CPU is kicked unless the
@@ -100,8 +115,11 @@ struct umcg_scx_register_args {
  * wake-up, the one on its way, goes straight to @cpu instead of into the
  * hold (if @cpu is outside its affinity then, it runs on the CPU it wakes
  * on); and when it was running already (nothing to do).  Both only while
- * the slot's seq still reads @pad: if the worker moved since, only a held
- * one is moved.  -EINVAL bad
+ * the slot's seq still reads @pad; the hold of that wake-up (seq @pad + 1)
+ * is moved like any held worker.  With UMCG_SCX_PICK_SEQ only the hold
+ * published at seq @pad is moved.  With either flag, a worker that moved
+ * further since is not touched (-ESTALE): it ran on, and a later hold is
+ * a block of its own, which the caller must not end (C3).  -EINVAL bad
  * fields or @cpu (for a held worker: outside its affinity); -ESRCH @tid is
  * no worker of the caller's process (with UMCG_SCX_PICK_WOKEN: or it is
  * exiting); -EAGAIN it is not held (without UMCG_SCX_PICK_WOKEN), or it is
@@ -116,6 +134,15 @@ struct umcg_scx_pick_args {
 };
 
 #define UMCG_SCX_PICK_WOKEN	(1U << 1)	/* the caller just woke @tid */
+#define UMCG_SCX_PICK_SEQ	(1U << 2)	/* only while seq reads @pad */
+
+/*
+ * With UMCG_REGISTER_SERVER: the server sleeps in the kernel (poll() on the
+ * doorbell ring, see UMCG_SCX_WAKE_RING_SZ) when it has nothing to do,
+ * instead of being held runnable in sched_yield(): the scheduler rings the
+ * doorbell for its news and never holds it.
+ */
+#define UMCG_SCX_REGISTER_DOORBELL	(1U << 8)
 
 /**
  * struct umcg_scx_unregister_args - context of the "umcg_unregister" program
@@ -141,9 +168,11 @@ struct umcg_scx_unregister_args {
  * @flags:    r: must be zero
  * @reserved: must be zero
  *
- * Runs that server soon: its CPU's next dispatch runs it (need_server),
- * and the CPU is kicked (SCX_KICK_PREEMPT).  For a server held runnable in
- * sched_yield() that another thread of its process has news for.  Return
+ * Runs that server soon: a held one (in sched_yield()) is run by its CPU's
+ * next dispatch (need_server) and the CPU is kicked (SCX_KICK_PREEMPT); a
+ * doorbell server (UMCG_SCX_REGISTER_DOORBELL) asleep is woken by the
+ * doorbell.  For a server that another thread of its process has news
+ * for.  Return
  * value: 0; -EINVAL bad fields or @cpu; -ESRCH no server of the caller's
  * process serves @cpu.
  */
@@ -167,7 +196,10 @@ struct umcg_scx_poke_args {
 #define UMCG_SCX_ENF_PICK_DIRECT	10	/* its wake-up went to that CPU */
 #define UMCG_SCX_ENF_UNREGISTER		11	/* a thread unregistered */
 #define UMCG_SCX_ENF_POKE		12	/* umcg_poke ran a server */
-#define UMCG_SCX_NR_ENF_STATS		13
+#define UMCG_SCX_ENF_DOORBELL		13	/* the doorbell rang */
+#define UMCG_SCX_ENF_DOORBELL_FULL	14	/* the doorbell ring was full */
+#define UMCG_SCX_ENF_HOLD_CONTENDED	15	/* held worker run: fair class queued */
+#define UMCG_SCX_NR_ENF_STATS		16
 
 struct umcg_scx_enf_stats {
 	__u64	cnt[UMCG_SCX_NR_ENF_STATS];

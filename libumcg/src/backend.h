@@ -86,6 +86,11 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  *                     affinity first (the worker may resume in its own code,
  *                     not in libumcg, e.g. after the kernel made it wait)
  * @kernel_moves:      the kernel moves workers' words itself (UMCG_EV_MOVED)
+ * @runs_unpicked:     the kernel may let a worker the runtime holds queued
+ *                     (RUNNABLE) run before it is picked (scx: a hold that
+ *                     lasted too long is released, lest the watchdog eject
+ *                     the scheduler); such a worker waits for its pick at
+ *                     its next libumcg call
  */
 struct umcg_backend_ops {
 	const char *name;
@@ -107,6 +112,7 @@ struct umcg_backend_ops {
 	void (*worker_gone)(struct umcg_group *g, struct umcg_thread *t);
 	bool pin_by_waker;
 	bool kernel_moves;
+	bool runs_unpicked;
 };
 
 extern const struct umcg_backend_ops umcg_backend_user;

@@ -37,10 +37,23 @@
  *              wake) goes there straight from its wake-up
  *              (bpf/umcg_enforce.bpf.h, i); one that ran on and blocked
  *              elsewhere meanwhile is left to the scheduler
- *   server     SCHED_EXT too; the scheduler keeps it runnable but held in
- *              sched_yield() and runs it when its CPU's worker blocks, a
- *              worker it serves wakes, on "umcg_poke" (server_wake) and on
- *              a heartbeat; it loops until it has something to do
+ *   server     SCHED_EXT too, registered with UMCG_SCX_REGISTER_DOORBELL:
+ *              with nothing to do it sleeps in the kernel, in poll() on
+ *              the scheduler's doorbell ring ("wake"), which the scheduler
+ *              rings when a worker blocks, a worker it serves wakes, on
+ *              "umcg_poke" (server_wake) and when a worker exits; it
+ *              drains the ring, then looks, then sleeps, so a ring after
+ *              its look wakes it.  Every ring wakes every sleeping server
+ *              (of every process): one with nothing to do sleeps again.
+ *              It is never held runnable: a held thread keeps its CPU's
+ *              runqueue non-empty for sched_ext, and once the kernel's
+ *              deadline server for sched_ext has found nothing to run
+ *              there (the held thread is not dispatched), it is not
+ *              started again until that runqueue has no sched_ext task
+ *              at all, so a busy fair-class thread on that CPU starves
+ *              every sched_ext task there until the watchdog ejects the
+ *              scheduler.  Without the ring (an older scheduler) it is
+ *              held in sched_yield() as before
  *   unregister SCHED_OTHER, then the "umcg_unregister" program
  *
  * Time slices (C6) are not implemented: init fails with -EOPNOTSUPP when
@@ -57,9 +70,9 @@
  * Limits: the scheduler has UMCG_SCX_MAX_TASKS slots and
  * UMCG_SCX_MAX_GROUPS processes for the whole machine.  worker_reserve
  * fails with -EAGAIN when the published area shows no free slot left (a
- * plain thread's spawn first waits up to SCX_RESERVE_WAIT_NS for exiting
- * workers to free some), or when no server of the group could register
- * (no group left).  Another process can still take the last slot between
+ * plain thread's spawn first waits for exiting workers to free some, until
+ * SCX_RESERVE_WAIT_NS pass without one freed), or when no server of the
+ * group could register (no group left).  Another process can still take the last slot between
  * reserve and register; the thread then runs as a plain thread
  * (umcg_thread_start()'s failure path).
  *
@@ -72,6 +85,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/bpf.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,10 +112,16 @@
 #define SCX_SLEEP_NS		(10ULL * 1000 * 1000)
 /* Tries of a pick that finds its worker between wake-up and enqueue. */
 #define SCX_PICK_TRIES		50
-/* How long a plain thread's spawn waits for a free slot before -EAGAIN. */
+/* How long a plain thread's spawn waits for a slot to be freed: -EAGAIN. */
 #define SCX_RESERVE_WAIT_NS	(2ULL * 1000 * 1000 * 1000)
 /* How often server 0 looks for a dump request (umcg_dump_on_signal()). */
 #define SCX_DUMP_POLL_NS	(100ULL * 1000 * 1000)
+/*
+ * Longest sleep of a doorbell server: bounds the delay of a ring it missed
+ * (the ring was full, or another server drained it between this one's
+ * drain and its poll()), and how late it sees the scheduler go away.
+ */
+#define SCX_DOORBELL_MS		50
 
 enum { SCX_PROG_REGISTER, SCX_PROG_PICK, SCX_PROG_UNREGISTER, SCX_PROG_POKE,
        SCX_NR_PROGS };
@@ -133,13 +153,19 @@ static struct {
 	_Atomic unsigned int nr_pending;
 	/* The scheduler went away: nothing holds threads any more. */
 	_Atomic bool gone;
+	/* The doorbell ring: its descriptor (-1: none), its two positions. */
+	int wake_fd;
+	_Atomic uint64_t *wake_cons;
+	const _Atomic uint64_t *wake_prod;
 } scx = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.wake_fd = -1,
 };
 
 struct scx_server {
 	_Atomic pid_t tid;		/* registered: its tid; else 0 */
 	_Atomic bool started;		/* server_start() is done, either way */
+	bool doorbell;			/* registered with the doorbell */
 };
 
 struct scx_group {
@@ -270,6 +296,44 @@ static int scx_probe(const char **why)
 	return 0;
 }
 
+/*
+ * Open the doorbell ring and map its consumer page (writable) and producer
+ * page.  Best effort: without it the servers are held in sched_yield().
+ */
+static void scx_open_doorbell(long page)
+{
+	void *cons, *prod;
+	int fd;
+
+	fd = scx_obj_get("wake");
+	if (fd < 0)
+		return;
+	cons = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (cons == MAP_FAILED) {
+		close(fd);
+		return;
+	}
+	prod = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
+	if (prod == MAP_FAILED) {
+		munmap(cons, page);
+		close(fd);
+		return;
+	}
+	scx.wake_cons = cons;
+	scx.wake_prod = prod;
+	scx.wake_fd = fd;
+}
+
+/* Consume everything rung so far: poll() then sleeps until the next ring. */
+static void scx_doorbell_drain(void)
+{
+	uint64_t prod = atomic_load_explicit(scx.wake_prod, memory_order_acquire);
+
+	atomic_store_explicit(scx.wake_cons, prod, memory_order_release);
+	/* The drain before the look that follows it (scx_server_wait()). */
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
 /* Open the programs and map the shared area, once.  Under umcg_init()'s lock. */
 static int scx_open(void)
 {
@@ -303,6 +367,7 @@ static int scx_open(void)
 		scx.prog_fd[i] = fds[i];
 	scx.sh = map;
 	scx.map_len = len;
+	scx_open_doorbell(page);
 	scx.open = true;
 	return 0;
 
@@ -447,12 +512,19 @@ static int scx_worker_reserve(struct umcg_group *g)
 	pending = atomic_fetch_add(&scx.nr_pending, 1) + 1;
 	/*
 	 * Full: a plain thread (not a worker, which would keep its core
-	 * from the workers that may be exiting) waits a little for exiting
-	 * workers to give slots back.
+	 * from the workers that may be exiting) waits for exiting workers to
+	 * give slots back, as long as they do: it gives up after
+	 * SCX_RESERVE_WAIT_NS in which no slot was freed.
 	 */
-	for (uint64_t end = umcg_now_ns() + SCX_RESERVE_WAIT_NS;;) {
-		if (scx_slots_taken() + pending <= UMCG_SCX_MAX_TASKS)
+	for (uint64_t end = umcg_now_ns() + SCX_RESERVE_WAIT_NS, low = ~0ULL;;) {
+		unsigned int taken = scx_slots_taken();
+
+		if (taken + pending <= UMCG_SCX_MAX_TASKS)
 			return 0;
+		if (taken < low) {
+			low = taken;
+			end = umcg_now_ns() + SCX_RESERVE_WAIT_NS;
+		}
 		if (umcg_current || umcg_now_ns() >= end)
 			break;
 		usleep(1000);
@@ -472,6 +544,28 @@ static int scx_set_ext(pid_t tid, bool on)
 	struct sched_param sp = { 0 };
 
 	return sched_setscheduler(tid, on ? SCHED_EXT : SCHED_OTHER, &sp) ? -errno : 0;
+}
+
+/*
+ * The calling worker @t, in slot @slot, leaves the table and the
+ * scheduler; the table's reference goes if the table still held it.
+ */
+static void scx_table_leave(struct umcg_thread *t, int slot)
+{
+	struct umcg_scx_unregister_args a = { 0 };
+	bool put = false;
+
+	pthread_mutex_lock(&scx.lock);
+	if (atomic_load(&scx.slots[slot]) == t) {
+		atomic_store(&scx.slots[slot], NULL);
+		put = true;
+	}
+	pthread_mutex_unlock(&scx.lock);
+	scx_set_slot(t, -1);
+	scx_self_slot = -1;
+	scx_run(SCX_PROG_UNREGISTER, &a, sizeof(a));
+	if (put)
+		umcg_ref_put(t);
 }
 
 /* The calling thread registers as a worker; its word stays t->task. */
@@ -502,15 +596,13 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 			t->tid, strerror(ret ? -ret : ERANGE));
 		return ret == -ENOSPC || !ret ? -EAGAIN : ret;
 	}
-	ret = scx_set_ext(0, true);
-	if (ret) {
-		struct umcg_scx_unregister_args u = { 0 };
-
-		fprintf(stderr, "libumcg: scx: worker %d: SCHED_EXT: %s\n",
-			t->tid, strerror(-ret));
-		scx_run(SCX_PROG_UNREGISTER, &u, sizeof(u));
-		return ret;
-	}
+	/*
+	 * In the table before SCHED_EXT: from then on every sleep of ours is
+	 * a hold the scheduler publishes (a contended scx.lock, here, is
+	 * one), and only a worker in the table is looked at and released
+	 * (scx_look()).  The other way round such a hold had nobody to end
+	 * it but the hold timer.
+	 */
 	slot = a.slot;
 	umcg_ref_get(t);	/* the table's, dropped by unregister or fini */
 	pthread_mutex_lock(&scx.lock);
@@ -521,6 +613,13 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	pthread_mutex_unlock(&scx.lock);
 	scx_self_slot = (int)slot;
 	scx_set_slot(t, (int)slot);
+	ret = scx_set_ext(0, true);
+	if (ret) {
+		fprintf(stderr, "libumcg: scx: worker %d: SCHED_EXT: %s\n",
+			t->tid, strerror(-ret));
+		scx_table_leave(t, (int)slot);
+		return ret;
+	}
 	/* Counted as taken in the published area from now on. */
 	atomic_fetch_sub(&scx.nr_pending, 1);
 	return 0;
@@ -534,24 +633,13 @@ plain:
 /* The calling worker leaves: out of the table, the scheduler, SCHED_EXT. */
 static void scx_worker_unregister(struct umcg_group *g, struct umcg_thread *t)
 {
-	struct umcg_scx_unregister_args a = { 0 };
 	int slot = scx_self_slot;
-	bool put = false;
 
 	if (slot < 0)
 		return;
-	pthread_mutex_lock(&scx.lock);
-	if (atomic_load(&scx.slots[slot]) == t) {
-		atomic_store(&scx.slots[slot], NULL);
-		put = true;
-	}
-	pthread_mutex_unlock(&scx.lock);
-	scx_set_slot(t, -1);
+	/* Out of sched_ext first: a sleep on scx.lock below is no hold then. */
 	scx_set_ext(0, false);
-	scx_run(SCX_PROG_UNREGISTER, &a, sizeof(a));
-	scx_self_slot = -1;
-	if (put)
-		umcg_ref_put(t);
+	scx_table_leave(t, slot);
 }
 
 /*
@@ -574,6 +662,8 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 	};
 	int ret;
 
+	if (scx.wake_fd >= 0)
+		a.flags |= UMCG_SCX_REGISTER_DOORBELL;
 	/* Registered first, as a worker is (scx_worker_register()). */
 	ret = scx_run(SCX_PROG_REGISTER, &a, sizeof(a));
 	if (!ret) {
@@ -584,11 +674,13 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 			scx_run(SCX_PROG_UNREGISTER, &u, sizeof(u));
 		}
 	}
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "libumcg: scx: registering the server of core %d "
 			"(CPU %d): %s\n", c->idx, c->cpu, strerror(-ret));
-	else
+	} else {
+		srv->doorbell = a.flags & UMCG_SCX_REGISTER_DOORBELL;
 		atomic_store(&srv->tid, gettid());
+	}
 	atomic_store(&srv->started, true);
 	atomic_fetch_add(&sg->nr_started, 1);
 	umcg_futex_wake(&sg->nr_started, INT_MAX);
@@ -638,11 +730,14 @@ static inline void scx_relax(void)
 }
 
 /*
- * Pick @tid (slot @slot) onto @cpu.  @woken: the caller has just woken it
- * from scx_wait(), and the slot's seq read after that wake-up is @seq:
- * then a worker still asleep in that sleep (the slot has not moved since)
- * goes to @cpu as it wakes (UMCG_SCX_PICK_WOKEN).  Otherwise only a held
- * worker moves.  Retried while the slot reads RUNNABLE (between its
+ * Pick @tid (slot @slot) onto @cpu, as of the slot's seq @seq.  @woken:
+ * the caller has just woken it from scx_wait(), and read @seq after that
+ * wake-up: then a worker still asleep in that sleep (the slot has not
+ * moved since) goes to @cpu as it wakes, and the hold of that wake-up is
+ * moved (UMCG_SCX_PICK_WOKEN).  Otherwise the hold the caller saw at @seq
+ * is moved (UMCG_SCX_PICK_SEQ).  Never a later hold: the worker ran on
+ * since, and that hold is a block of its own (C3), not the caller's to
+ * end (-ESTALE).  Retried while the slot reads RUNNABLE (between its
  * wake-up and its enqueue, the pick cannot find it yet).  0, or the
  * program's error; errors of bpf(2) itself (the scheduler went away) are
  * returned as they are.
@@ -652,8 +747,8 @@ static int scx_pick(pid_t tid, int slot, int cpu, bool woken, uint64_t seq)
 	struct umcg_scx_pick_args a = {
 		.tid = (uint32_t)tid,
 		.cpu = (uint32_t)cpu,
-		.flags = woken ? UMCG_SCX_PICK_WOKEN : 0,
-		.pad = woken ? (uint32_t)seq : 0,
+		.flags = woken ? UMCG_SCX_PICK_WOKEN : UMCG_SCX_PICK_SEQ,
+		.pad = (uint32_t)seq,
 	};
 	int ret = -EAGAIN;
 
@@ -688,7 +783,9 @@ static void scx_wake(struct umcg_thread *t)
 	 * Once futex_wake() returned, a sleep in scx_wait() that it ended is
 	 * published (the scheduler's quiescent() ran before the wake-up
 	 * found the thread off its runqueue); a worker not in scx_wait()
-	 * any more ran on, and a later sleep of it is not ours to end.
+	 * any more ran on, and a later sleep of it is not ours to end.  A
+	 * worker not in scx_wait() is held (the policy picked it after its
+	 * wake-up was published): that hold, as of the seq read here.
 	 */
 	seq = __atomic_load_n(&scx_task(slot)->seq, __ATOMIC_SEQ_CST);
 	/* After seq: still in scx_wait() means seq was read during that sleep. */
@@ -709,13 +806,17 @@ static int scx_cpu_for(struct umcg_thread *t, uint32_t slept_cpu)
 	return t->pinned_cpu >= 0 ? t->pinned_cpu : (int)slept_cpu;
 }
 
-/* Let @t, held though it slept inside libumcg, run (see the top of this file). */
-static void scx_release_held(struct umcg_thread *t, int slot, uint32_t slept_cpu)
+/*
+ * Let @t, held though it slept inside libumcg, run (see the top of this
+ * file): the hold published at @seq only.
+ */
+static void scx_release_held(struct umcg_thread *t, int slot,
+			     uint32_t slept_cpu, uint64_t seq)
 {
 	cpu_set_t set;
 	int ret;
 
-	ret = scx_pick(t->tid, slot, scx_cpu_for(t, slept_cpu), false, 0);
+	ret = scx_pick(t->tid, slot, scx_cpu_for(t, slept_cpu), false, seq);
 	if (ret != -EINVAL)
 		return;
 	/* Its affinity changed: any CPU it may run on. */
@@ -723,7 +824,7 @@ static void scx_release_held(struct umcg_thread *t, int slot, uint32_t slept_cpu
 		return;
 	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
 		if (CPU_ISSET(cpu, &set)) {
-			scx_pick(t->tid, slot, cpu, false, 0);
+			scx_pick(t->tid, slot, cpu, false, seq);
 			return;
 		}
 	}
@@ -780,7 +881,7 @@ static void scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 		scx_apply(c, t, UMCG_EV_WOKEN);
 		return;
 	}
-	scx_release_held(t, slot, cpu);
+	scx_release_held(t, slot, cpu, seq);
 }
 
 /*
@@ -812,19 +913,27 @@ static bool scx_events_pending(void)
 
 /*
  * Until c->wake_seq moves from @seen, a slot of ours changed, or the group
- * stops: yield, which is where the scheduler holds us (it runs us on
- * news).  Without the scheduler: sleep on wake_seq, with a timeout.
+ * stops: sleep on the doorbell (drain, look, poll()), which the scheduler
+ * and scx_server_wake() ring on news; without the doorbell, yield, which
+ * is where the scheduler holds us (it runs us on news).  Without the
+ * scheduler: sleep on wake_seq, with a timeout.
  */
 static int scx_server_wait(struct umcg_core *c, uint32_t seen)
 {
 	struct umcg_group *g = c->group;
 	struct scx_group *sg = g->backend_priv;
 	bool registered = atomic_load(&sg->servers[c->idx].tid) == gettid();
+	bool doorbell = registered && sg->servers[c->idx].doorbell;
 	uint64_t checked = umcg_now_ns(), dump_ns = 0;
+	struct pollfd pfd = { .fd = scx.wake_fd, .events = POLLIN };
 
 	for (;;) {
 		uint64_t now;
 
+		if (doorbell && !atomic_load(&scx.gone)) {
+			/* Drained before the look: a ring after it wakes poll(). */
+			scx_doorbell_drain();
+		}
 		if (atomic_load(&g->stopping)) {
 			scx_server_leave(c);
 			return 0;
@@ -839,6 +948,12 @@ static int scx_server_wait(struct umcg_core *c, uint32_t seen)
 		}
 		if (!registered || atomic_load(&scx.gone)) {
 			umcg_futex_wait(&c->wake_seq, seen, umcg_now_ns() + SCX_SLEEP_NS);
+			continue;
+		}
+		if (doorbell) {
+			/* No ring for that long: the scheduler may be gone. */
+			if (poll(&pfd, 1, SCX_DOORBELL_MS) == 0)
+				scx_gone_check();
 			continue;
 		}
 		/* Held, we come back only on news: a quick return means it is gone. */
@@ -886,4 +1001,5 @@ const struct umcg_backend_ops umcg_backend_scx = {
 	.worker_release		= scx_worker_release,
 	.pin_by_waker		= true,
 	.kernel_moves		= false,
+	.runs_unpicked		= true,
 };

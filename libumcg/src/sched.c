@@ -410,12 +410,20 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 
 /*
  * A worker that the monitor (or the kernel) marked BLOCKED lost its core;
- * when it comes back into libumcg it queues for one again (C1, C3).
+ * when it comes back into libumcg it queues for one again (C1, C3).  One
+ * that runs while queued (a backend with runs_unpicked released it) waits
+ * for its pick.
  */
 static void umcg_reacquire(struct umcg_thread *self)
 {
 	uint32_t s = umcg_thread_load_state(self);
 
+	if (umcg_state_of(s) == UMCG_TASK_RUNNABLE && self->group &&
+	    self->group->backend->runs_unpicked &&
+	    !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED)) {
+		umcg_wait_for_core(self, 0);
+		return;
+	}
 	while (umcg_state_of(s) == UMCG_TASK_BLOCKED) {
 		if (umcg_state_cas(self, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE)) {
 			umcg_make_runnable(self, -1, UMCG_ENQ_WAKEUP);

@@ -3,8 +3,10 @@
  * Description: the umcg sched_ext scheduler (bpf/umcg.bpf.c) attaches in
  * partial mode, runs and counts exactly the threads that opt in with
  * SCHED_EXT, detaches with exit kind UNREG, leaves opted-in threads running
- * in the fair class, and refuses a second scheduler with -EBUSY.  Skips on
- * kernels without sched_ext.
+ * in the fair class, and refuses a second scheduler with -EBUSY.  A
+ * SCHED_EXT thread that never sleeps keeps running beside a fair-class
+ * thread that never sleeps, without a watchdog ejection.  Skips on kernels
+ * without sched_ext.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -388,6 +390,74 @@ TEST_F_TIMEOUT(scx, second_scheduler_is_refused, 60)
 		  (__u64)2 * NR_ROUNDS);
 	ASSERT_FALSE(umcg_scx_exited(self->s)) TH_LOG("%s", exit_text(self->s));
 	worker_stop(&w);
+}
+
+/* A thread that spins on one CPU, in the fair class or in SCHED_EXT. */
+struct spinner {
+	pthread_t	thread;
+	int		cpu;
+	bool		ext;		/* sched_setscheduler(0, SCHED_EXT) */
+	atomic_int	err;		/* errno of the setup, 0 on success */
+	atomic_bool	stop;
+	atomic_ulong	rounds;
+};
+
+static void *spinner_main(void *arg)
+{
+	struct spinner *sp = arg;
+	struct sched_param param = { 0 };
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(sp->cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) ||
+	    (sp->ext && sched_setscheduler(0, SCHED_EXT, &param))) {
+		atomic_store(&sp->err, errno);
+		return NULL;
+	}
+	while (!atomic_load_explicit(&sp->stop, memory_order_relaxed))
+		atomic_fetch_add_explicit(&sp->rounds, 1, memory_order_relaxed);
+	return NULL;
+}
+
+/*
+ * A SCHED_EXT thread that never sleeps shares one CPU with a fair-class
+ * thread that never sleeps, for twice the watchdog's timeout.  The fair
+ * class comes first in partial mode, so the SCHED_EXT thread runs only
+ * through the kernel's deadline server for sched_ext, which stops for good
+ * if the scheduler's dispatch returns nothing while that thread is still
+ * runnable (bpf/umcg_enforce.bpf.h, enf_keep_prev()).  It must keep running
+ * (also in the second half, past one timeout) and the watchdog must not
+ * eject the scheduler: before enf_keep_prev() it did, after about 6 s.
+ */
+TEST_F_TIMEOUT(scx, ext_spinner_beside_fair_spinner, 90)
+{
+	struct spinner fair = { .ext = false }, ext = { .ext = true };
+	int cpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1;
+	unsigned long half;
+
+	fair.cpu = ext.cpu = cpu > 0 ? cpu : 0;
+	ASSERT_EQ(0, pthread_create(&fair.thread, NULL, spinner_main, &fair));
+	usleep(200 * 1000);
+	if (pthread_create(&ext.thread, NULL, spinner_main, &ext)) {
+		atomic_store(&fair.stop, true);
+		pthread_join(fair.thread, NULL);
+		ASSERT_TRUE(false) TH_LOG("pthread_create failed");
+	}
+	usleep(UMCG_SCX_TIMEOUT_MS_DFL * 1000);
+	half = atomic_load(&ext.rounds);
+	usleep(UMCG_SCX_TIMEOUT_MS_DFL * 1000);
+	atomic_store(&ext.stop, true);
+	atomic_store(&fair.stop, true);
+	pthread_join(ext.thread, NULL);
+	pthread_join(fair.thread, NULL);
+
+	ASSERT_EQ(0, fair.err) TH_LOG("fair spinner: %s", strerror(fair.err));
+	ASSERT_EQ(0, ext.err) TH_LOG("SCHED_EXT spinner: %s", strerror(ext.err));
+	TH_LOG("CPU %d: SCHED_EXT spinner %lu rounds in the first %d ms, %lu in all",
+	       fair.cpu, half, UMCG_SCX_TIMEOUT_MS_DFL, atomic_load(&ext.rounds));
+	ASSERT_FALSE(umcg_scx_exited(self->s)) TH_LOG("%s", exit_text(self->s));
+	ASSERT_LT(half, atomic_load(&ext.rounds));
 }
 
 /*

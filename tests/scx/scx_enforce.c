@@ -199,6 +199,7 @@ static void log_enf_stats(struct __test_metadata *_metadata,
 		"register", "block", "wake_held", "pick", "server_run",
 		"heartbeat", "hold_expired", "exit", "server_miss",
 		"pick_asleep", "pick_direct", "unregister", "poke",
+		"doorbell", "doorbell_full", "hold_contended",
 	};
 	struct umcg_scx_enf_stats st;
 	char buf[512];
