@@ -668,6 +668,29 @@ static __always_inline bool enf_dispatch_preempted(s32 cpu)
 }
 
 /*
+ * Take held worker @t out of its hold for a move to a CPU: claim it (a
+ * compare-and-swap of t->held, so that of the timer, umcg_pick and
+ * dispatch only one moves it) and publish RUNNING *before* the move: once
+ * moved, its CPU may run it, and it may block again (which quiescent()
+ * reports for RUNNING workers only), before the mover gets past the move.
+ * False if another mover has it.
+ */
+static __always_inline bool enf_unhold(struct enf_task *t)
+{
+	if (__sync_val_compare_and_swap(&t->held, 1, 0) != 1)
+		return false;
+	enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+	return true;
+}
+
+/* The move after enf_unhold() failed: @t is held again (RUNNABLE). */
+static __always_inline void enf_rehold(struct enf_task *t)
+{
+	enf_publish(t, UMCG_TASK_RUNNABLE, ENF_TS_NONE, 0);
+	WRITE_ONCE(t->held, 1);
+}
+
+/*
  * ops.dispatch, last, with nothing else for @cpu: while fair-class tasks
  * are queued on @cpu's runqueue, run a worker held there (a late C3) rather
  * than nothing.  sched_ext runs below the fair class, so a dispatch then
@@ -695,15 +718,18 @@ static __always_inline bool enf_dispatch_contended(s32 cpu)
 			continue;
 		bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_GROUP(g), 0) {
 			struct enf_task *t;
+			bool mine;
 
 			if (scx_bpf_task_cpu(p) != cpu)
 				continue;
-			if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL, 0))
-				continue;
 			t = enf_task_of(p);
-			if (t && t->held) {
-				t->held = 0;
-				enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+			mine = t && READ_ONCE(t->held);
+			if (mine && !enf_unhold(t))
+				continue;
+			if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL, 0)) {
+				if (mine)
+					enf_rehold(t);
+				continue;
 			}
 			enf_stat(UMCG_SCX_ENF_HOLD_CONTENDED);
 			return true;
@@ -836,16 +862,20 @@ static __always_inline void enf_release_expired(u64 dsq, u64 now)
 		struct enf_task *t = enf_task_of(p);
 		s32 cpu = scx_bpf_task_cpu(p);
 
+		bool mine;
+
 		if (t && t->held && now - t->held_ns < UMCG_SCX_HOLD_MAX_NS)
 			continue;
-		if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0))
+		mine = t && READ_ONCE(t->held);
+		if (mine && !enf_unhold(t))
 			continue;
+		if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0)) {
+			if (mine)
+				enf_rehold(t);
+			continue;
+		}
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		enf_stat(UMCG_SCX_ENF_HOLD_EXPIRED);
-		if (t && t->held) {
-			t->held = 0;
-			enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
-		}
 	}
 }
 
@@ -1168,17 +1198,17 @@ held:
 			ret = -EINVAL;
 			break;
 		}
-		if (scx_bpf_dsq_move(ENF_ITER, p, enf_worker_dsq(cpu), 0)) {
-			t->held = 0;
-			enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+		if (!enf_unhold(t)) {
+			ret = -EAGAIN;	/* the timer or dispatch released it */
+			break;
+		}
+		/* Else it cannot go to @cpu now (migration disabled): anywhere. */
+		if (scx_bpf_dsq_move(ENF_ITER, p, enf_worker_dsq(cpu), 0) ||
+		    scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_GLOBAL, 0)) {
 			enf_stat(UMCG_SCX_ENF_PICK);
 			ret = 0;
-		} else if (scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_GLOBAL, 0)) {
-			/* It cannot go to @cpu now (migration disabled): anywhere. */
-			t->held = 0;
-			enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
-			enf_stat(UMCG_SCX_ENF_PICK);
-			ret = 0;
+		} else {
+			enf_rehold(t);
 		}
 		break;
 	}
