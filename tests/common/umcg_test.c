@@ -60,7 +60,9 @@ int umcg_test_kmod_load_params(const char *path, const char *params)
 
 int umcg_test_kmod_load(const char *path)
 {
-	return umcg_test_kmod_load_params(path, "");
+	const char *params = getenv("UMCG_TEST_KMOD_PARAMS");
+
+	return umcg_test_kmod_load_params(path, params ? params : "");
 }
 
 int umcg_test_kmod_unload(const char *name)

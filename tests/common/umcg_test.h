@@ -20,7 +20,11 @@ const char *umcg_test_build_dir(void);
  */
 int umcg_test_kernel_path(char *buf, size_t len, const char *subdir, const char *file);
 
-/* finit_module() of @path with no parameters.  0, -EEXIST or -errno. */
+/*
+ * finit_module() of @path with the parameters in $UMCG_TEST_KMOD_PARAMS
+ * (tools/umcg-lockdep sets "hook=kprobe"), else none.  0, -EEXIST or
+ * -errno.
+ */
 int umcg_test_kmod_load(const char *path);
 
 /* finit_module() of @path with module parameters @params ("a=b c=d"). */
