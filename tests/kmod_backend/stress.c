@@ -21,6 +21,8 @@
 #include <umcg/policy.h>
 
 #include "kmod_backend.h"
+#include "umcg_test_churn.h"
+#include "umcg_test_feeder.h"
 
 #define ST_WORKERS	8
 #define ST_RUN_NS	(1500 * KB_MS)
@@ -31,7 +33,6 @@ struct st_run {
 	int pipefd[2];
 	umcg_thread_t *t[ST_WORKERS];
 	_Atomic int ready;
-	_Atomic int stop_feeder;
 	_Atomic int on_core[ST_MAX_CORES];
 	_Atomic int max_on_core;
 	_Atomic int running, max_running;
@@ -90,69 +91,27 @@ static void *st_worker(void *arg)
 		umcg_yield();
 	end = kb_now_ns() + ST_RUN_NS;
 	while (kb_now_ns() < end) {
-		struct timespec ts = { 0, 100000 };
 		umcg_thread_t *peer = r->t[rand_r(&seed) % ST_WORKERS];
-		int op = rand_r(&seed) % 7, ret = 0;
-		char c;
+		int op = rand_r(&seed) % (UMCG_CHURN_NOTHING + 1);
+		int ret = umcg_test_churn(op, r->pipefd[0], peer);
 
-		switch (op) {
-		case 0:
-			ret = umcg_yield();
-			break;
-		case 1:
-			nanosleep(&ts, NULL);
-			break;
-		case 2:
-			if (read(r->pipefd[0], &c, 1) != 1)
-				ret = -EIO;
-			break;
-		case 3:
-			ret = umcg_park_timeout(200000);
-			if (ret == -ETIMEDOUT)
-				ret = 0;
-			break;
-		case 4:
-			ret = umcg_unpark(peer);
-			if (ret == -ESRCH)
-				ret = 0;
-			break;
-		case 5:
-			ret = peer == umcg_self() ? 0 : umcg_switch_to(peer);
-			if (ret == -EBUSY || ret == -ESRCH)
-				ret = 0;
-			break;
-		default:
-			break;
-		}
 		if (ret)
 			st_error(r, op, ret);
 		st_slice(r);
 		atomic_fetch_add(&r->ops, 1);
 	}
-	atomic_fetch_add(&r->done, 1);
 	/* Whoever parks waiting for an unpark from us: let it go. */
 	for (int i = 0; i < ST_WORKERS; i++)
 		umcg_unpark(r->t[i]);
-	return NULL;
-}
-
-/* A plain thread: feeds the readers. */
-static void *st_feeder(void *arg)
-{
-	struct st_run *r = arg;
-
-	while (!atomic_load(&r->stop_feeder)) {
-		usleep(200);
-		if (write(r->pipefd[1], "x", 1) != 1)
-			break;
-	}
+	/* Last: the joins, which free the handles unparked above, wait for it. */
+	atomic_fetch_add(&r->done, 1);
 	return NULL;
 }
 
 FIXTURE(st)
 {
-	bool inited, feeding;
-	pthread_t feeder;
+	bool inited;
+	struct umcg_test_feeder feeder;
 	struct st_run run;
 	struct st_arg args[ST_WORKERS];
 };
@@ -194,16 +153,12 @@ FIXTURE_SETUP(st)
 	ASSERT_EQ(0, umcg_init(&cfg));
 	self->inited = true;
 	ASSERT_STREQ("kmod", umcg_backend_name());
-	ASSERT_EQ(0, pthread_create(&self->feeder, NULL, st_feeder, &self->run));
-	self->feeding = true;
+	ASSERT_EQ(0, umcg_test_feeder_start(&self->feeder, self->run.pipefd[1], 200));
 }
 
 FIXTURE_TEARDOWN(st)
 {
-	if (self->feeding) {
-		atomic_store(&self->run.stop_feeder, 1);
-		pthread_join(self->feeder, NULL);
-	}
+	umcg_test_feeder_stop(&self->feeder);
 	if (self->inited)
 		EXPECT_EQ(0, umcg_fini());
 	if (self->run.pipefd[0] >= 0) {
