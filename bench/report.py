@@ -300,10 +300,7 @@ def targets(res, envs):
                     # loading, no sched_ext): judge those in the VM only.
                     if b == "user" or not env.startswith("vm-"):
                         continue
-                    why = res.na(env, "switch", b) or (
-                        "not run: the scx backend is tried only with --backends scx "
-                        "while it does not pass the contract tests (Documentation/scx.rst)"
-                        if b == "scx" else "not run in this environment")
+                    why = res.na(env, "switch", b) or "not run in this environment"
                     rows.append((env, b, "not met", "backend not available: " + why))
                     continue
                 st, detail = fn(env, b)
