@@ -114,6 +114,8 @@
 #define SCX_PICK_TRIES		50
 /* How long a plain thread's spawn waits for a slot to be freed: -EAGAIN. */
 #define SCX_RESERVE_WAIT_NS	(2ULL * 1000 * 1000 * 1000)
+/* Exits one look of the table reports after dropping scx.lock. */
+#define SCX_EXITED_BATCH	16
 /* How often server 0 looks for a dump request (umcg_dump_on_signal()). */
 #define SCX_DUMP_POLL_NS	(100ULL * 1000 * 1000)
 /*
@@ -839,9 +841,21 @@ static void scx_apply(struct umcg_core *c, struct umcg_thread *t, uint32_t type)
 
 /*
  * What slot @slot (worker @t) published since we last looked: one
- * consistent snapshot, then the events.  Under scx.lock.
+ * consistent snapshot, then the events.  Under scx.lock.  Returns true
+ * when @t exited (DONE, and its tid is gone): it is out of the table, and
+ * the caller applies UMCG_EV_EXITED and drops the table's reference once
+ * it has dropped scx.lock (the exit report takes group->threads_lock,
+ * which comes before scx.lock).
+ *
+ * The scheduler publishes DONE from exit_task, which the kernel also runs
+ * for every live thread when the scheduler goes away (unloaded, ejected):
+ * such a thread runs on under the fair class.  Its tid tells them apart:
+ * a thread other than the leader is unhashed (tgkill() fails with ESRCH)
+ * before its last schedule, hence before its exit_task.  A live one
+ * leaves the table, and its core is taken back as for a block; so is the
+ * leader's (a zombie leader still has its tid).
  */
-static void scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread *t)
+static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread *t)
 {
 	const volatile struct umcg_task *ut = scx_task(slot);
 	uint64_t seq, bns, base;
@@ -855,18 +869,20 @@ static void scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 		cpu = __atomic_load_n(&ut->cpu, __ATOMIC_RELAXED);
 	} while (seq != scx_pub_seq(slot));
 	if (seq == atomic_load(&scx.last_seq[slot]))
-		return;
+		return false;
 	atomic_store(&scx.last_seq[slot], seq);
 
 	if (st == UMCG_TASK_DONE) {
-		/* It exited registered (no umcg exit path): free its core. */
+		/* It exited registered (no umcg exit path): out of the table. */
 		atomic_store(&scx.slots[slot], NULL);
-		scx_apply(c, t, UMCG_EV_EXITED);
+		if (syscall(SYS_tgkill, getpid(), t->tid, 0) && errno == ESRCH)
+			return true;
+		scx_apply(c, t, UMCG_EV_BLOCKED);
 		umcg_ref_put(t);
-		return;
+		return false;
 	}
 	if (st != UMCG_TASK_BLOCKED && st != UMCG_TASK_RUNNABLE)
-		return;
+		return false;
 	/* in_lib first, then base: see scx_wait(). */
 	in_lib = atomic_load(&t->in_lib) != 0;
 	base = atomic_load(&scx.base_bns[slot]);
@@ -874,31 +890,46 @@ static void scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 	    !in_lib)
 		scx_apply(c, t, UMCG_EV_BLOCKED);
 	if (st != UMCG_TASK_RUNNABLE)
-		return;
+		return false;
 	if (!atomic_load(&t->in_lib) &&
 	    umcg_state_of(umcg_thread_load_state(t)) == UMCG_TASK_BLOCKED) {
 		/* Held until the policy picks it: C3. */
 		scx_apply(c, t, UMCG_EV_WOKEN);
-		return;
+		return false;
 	}
 	scx_release_held(t, slot, cpu, seq);
+	return false;
 }
 
 /*
  * Look at every slot of ours and apply what changed, in order, under
- * scx.lock (one server at a time).  Returns 0: the events are applied
- * here already.
+ * scx.lock (one server at a time); exits after it (scx_look()), at most
+ * SCX_EXITED_BATCH a call.  Returns 0: the events are applied here
+ * already.
  */
 static int scx_poll_events(struct umcg_core *c, struct umcg_event *ev, int max)
 {
+	struct umcg_thread *exited[SCX_EXITED_BATCH];
+	int n = 0;
+
 	pthread_mutex_lock(&scx.lock);
 	for (unsigned int i = 0; i < UMCG_SCX_MAX_TASKS; i++) {
 		struct umcg_thread *t = atomic_load(&scx.slots[i]);
 
-		if (t)
-			scx_look(c, i, t);
+		if (!t)
+			continue;
+		/* Full: the slots left still differ in seq, we come back. */
+		if (n == SCX_EXITED_BATCH)
+			break;
+		if (scx_look(c, i, t))
+			exited[n++] = t;
 	}
 	pthread_mutex_unlock(&scx.lock);
+	/* A thread's exit is its last event: nothing of it can follow. */
+	for (int i = 0; i < n; i++) {
+		scx_apply(c, exited[i], UMCG_EV_EXITED);
+		umcg_ref_put(exited[i]);
+	}
 	return 0;
 }
 

@@ -798,6 +798,27 @@ static void umcg_kernel_exited(struct umcg_group *g, struct umcg_thread *t)
 }
 
 /*
+ * UMCG_EV_EXITED, from a backend whose words the library keeps (scx): the
+ * kernel saw @t exit without libumcg's exit path (C7).  Once its core is
+ * taken back (BLOCKED), the word goes to DONE - what the kernel writes
+ * there on kmod - and the exit is reported as there (umcg_kernel_exited():
+ * counted, joiners woken, umcg_join() returns).  The backend sends it at
+ * most once per thread.  A thread that is not BLOCKED by then (the kernel
+ * ran it while the policy still had it queued, runs_unpicked) stays as it
+ * is: taking it out of the policy is not done here.
+ */
+static void umcg_event_exited(struct umcg_group *g, struct umcg_thread *t)
+{
+	uint32_t s = umcg_thread_load_state(t);
+
+	do {
+		if (umcg_state_of(s) != UMCG_TASK_BLOCKED)
+			return;
+	} while (!umcg_state_cas(t, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_DONE));
+	umcg_kernel_exited(g, t);
+}
+
+/*
  * UMCG_EV_MOVED: the kernel moved @t's word (see "Kernel moves" above).
  * Frees the core @t held, queues it if it is RUNNABLE, reports its exit;
  * each at most once per run, whoever else looks at @t meanwhile.
@@ -929,10 +950,12 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev)
 		break;
 	case UMCG_EV_PREEMPTED:
 	case UMCG_EV_EXITED:
-		/* Take the core back as for a block; an exited thread stays BLOCKED. */
+		/* Take the core back as for a block. */
 		pthread_mutex_lock(&tc->lock);
 		umcg_worker_blocked_locked(tc, t, NULL, NULL);
 		pthread_mutex_unlock(&tc->lock);
+		if (ev->type == UMCG_EV_EXITED)
+			umcg_event_exited(g, t);
 		if (ev->type == UMCG_EV_PREEMPTED) {
 			s = umcg_thread_load_state(t);
 			while (umcg_state_of(s) == UMCG_TASK_BLOCKED &&

@@ -11,6 +11,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <uapi/umcg.h>
+
 #include "umcg_test.h"
 
 const char *umcg_test_build_dir(void)
@@ -77,4 +79,77 @@ int umcg_test_kmod_loaded(const char *name)
 
 	snprintf(path, sizeof(path), "/sys/module/%s", name);
 	return stat(path, &st) == 0;
+}
+
+static int scx_sysfs_read(const char *name, char *buf, size_t len)
+{
+	char path[128];
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), UMCG_TEST_SCX_SYSFS "/%s", name);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+int umcg_test_scx_state(char *ops, size_t len)
+{
+	char state[32];
+
+	ops[0] = '\0';
+	scx_sysfs_read("state", state, sizeof(state));
+	if (strcmp(state, "enabled"))
+		return 0;
+	scx_sysfs_read("root/ops", ops, len);
+	return strcmp(ops, UMCG_SCX_OPS_NAME) ? -1 : 1;
+}
+
+int umcg_test_umcgctl(const char *verb, bool quiet)
+{
+	char cmd[PATH_MAX + 128];
+
+	snprintf(cmd, sizeof(cmd), "%s/tools/umcgctl %s 2>&1 %s",
+		 umcg_test_build_dir(), verb,
+		 quiet ? "> /dev/null" : "| sed 's/^/# /'");
+	fflush(stdout);
+	fflush(stderr);
+	return system(cmd);
+}
+
+const char *umcg_test_scx_get(bool *loaded)
+{
+	static char why[PATH_MAX + 128];
+	char ops[64];
+	int l;
+
+	*loaded = false;
+	if (access(UMCG_TEST_SCX_SYSFS, F_OK))
+		return "no sched_ext in this kernel (" UMCG_TEST_SCX_SYSFS " is missing)";
+	l = umcg_test_scx_state(ops, sizeof(ops));
+	if (l < 0) {
+		snprintf(why, sizeof(why), "another sched_ext scheduler (\"%s\") "
+			 "is loaded", ops);
+		return why;
+	}
+	if (l)
+		return NULL;
+	if (umcg_test_umcgctl("load", true) ||
+	    umcg_test_scx_state(ops, sizeof(ops)) != 1) {
+		snprintf(why, sizeof(why), "the umcg scheduler cannot be loaded "
+			 "(%s/tools/umcgctl load)", umcg_test_build_dir());
+		return why;
+	}
+	*loaded = true;
+	return NULL;
+}
+
+int umcg_test_scx_put(void)
+{
+	return umcg_test_umcgctl("unload", true) ? -EIO : 0;
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * umcg_test.h - helpers shared by guest tests: where the build outputs are
- * inside the test VM, and loading and unloading modules.
+ * inside the test VM, loading and unloading modules, and making sure the
+ * umcg sched_ext scheduler is loaded.
  */
 #ifndef UMCG_TEST_H
 #define UMCG_TEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -35,5 +37,32 @@ int umcg_test_kmod_unload(const char *name);
 
 /* 1 when /sys/module/@name exists, 0 when not. */
 int umcg_test_kmod_loaded(const char *name);
+
+/* The kernel's sched_ext directory: absent on a kernel without sched_ext. */
+#define UMCG_TEST_SCX_SYSFS	"/sys/kernel/sched_ext"
+
+/*
+ * Which sched_ext scheduler is enabled: 1 ours (UMCG_SCX_OPS_NAME), 0 none
+ * (or no sched_ext), -1 another one, whose name is then in @ops.
+ */
+int umcg_test_scx_state(char *ops, size_t len);
+
+/*
+ * Run this build's "tools/umcgctl @verb" (a shell command line: the verb
+ * may carry arguments), its output as TAP comments ("# ...") on stdout, or
+ * discarded when @quiet.  Returns system()'s status (0: it succeeded).
+ */
+int umcg_test_umcgctl(const char *verb, bool quiet);
+
+/*
+ * Make sure our scheduler is enabled, loading it with umcgctl when no
+ * sched_ext scheduler is.  Returns NULL when it is enabled (*@loaded: we
+ * loaded it, and umcg_test_scx_put() should unload it), else why not (no
+ * sched_ext, another scheduler, umcgctl failed): the caller SKIPs.
+ */
+const char *umcg_test_scx_get(bool *loaded);
+
+/* "umcgctl unload" (what umcg_test_scx_get() loaded).  0 or -EIO. */
+int umcg_test_scx_put(void);
 
 #endif /* UMCG_TEST_H */

@@ -119,8 +119,8 @@ static inline int ct_core_cpus(int *cpus, unsigned int nr)
 }
 
 /*
- * The backend under test: $UMCG_BACKEND when it names one ("kmod" in the
- * test VM, see tests/kmod_backend/), else "user".
+ * The backend under test: $UMCG_BACKEND when it names one ("kmod" or "scx"
+ * in the test VM, see tests/kernel_backend/), else "user".
  */
 static inline const char *ct_backend(void)
 {

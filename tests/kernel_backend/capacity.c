@@ -14,7 +14,7 @@
 
 #include <umcg.h>
 
-#include "kmod_backend.h"
+#include "kernel_backend.h"
 
 struct cap_run {
 	_Atomic int go;
@@ -42,7 +42,7 @@ FIXTURE_SETUP(cap)
 {
 	struct umcg_config cfg = { .size = sizeof(cfg) };
 	struct umcg_info info = { .size = sizeof(info) };
-	const char *why = kb_module_get();
+	const char *why = kb_backend_get();
 	int fd;
 
 	if (why)
@@ -55,16 +55,18 @@ FIXTURE_SETUP(cap)
 		SKIP(return, "max_tasks %u: no limit worth testing", info.max_tasks);
 	self->max_tasks = info.max_tasks;
 	cfg.nr_cores = 1;
-	cfg.backend = "kmod";
+	cfg.backend = KB_BACKEND;
 	ASSERT_EQ(0, umcg_init(&cfg));
 	self->inited = true;
-	ASSERT_STREQ("kmod", umcg_backend_name());
+	ASSERT_STREQ(KB_BACKEND, umcg_backend_name());
 }
 
 FIXTURE_TEARDOWN(cap)
 {
-	if (self->inited)
+	if (self->inited) {
 		EXPECT_EQ(0, umcg_fini());
+		KB_EXPECT_BACKEND_KEPT();
+	}
 }
 
 TEST_F_TIMEOUT(cap, one_worker_too_many, 110)

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * switch_cpu - C4 on the "kmod" backend: umcg_switch_to() (one
- * UMCG_IOC_SWITCH) lands the target on the caller's CPU.  Two workers that
+ * switch_cpu - C4 on a kernel backend (kernel_backend.h): umcg_switch_to()
+ * lands the target on the caller's CPU ("kmod": one UMCG_IOC_SWITCH; "scx":
+ * a futex wake, a umcg_pick onto the caller's core's CPU, then the
+ * caller's futex wait).  Two workers that
  * start on different cores ping-pong 10,000 switches; before each switch
  * the caller records sched_getcpu(), and the target, back in its code,
  * compares its own.  At least 99% must match.
@@ -15,7 +17,7 @@
 #include <umcg.h>
 #include <umcg/policy.h>
 
-#include "kmod_backend.h"
+#include "kernel_backend.h"
 
 #define SW_SWITCHES	10000	/* both ways together */
 
@@ -89,7 +91,7 @@ FIXTURE(sw)
 FIXTURE_SETUP(sw)
 {
 	struct umcg_config cfg = { .size = sizeof(cfg) };
-	const char *why = kb_module_get();
+	const char *why = kb_backend_get();
 	cpu_set_t set;
 
 	if (why)
@@ -98,16 +100,18 @@ FIXTURE_SETUP(sw)
 	if (CPU_COUNT(&set) < 2)
 		SKIP(return, "needs 2 CPUs");
 	cfg.nr_cores = 2;
-	cfg.backend = "kmod";
+	cfg.backend = KB_BACKEND;
 	ASSERT_EQ(0, umcg_init(&cfg));
 	self->inited = true;
-	ASSERT_STREQ("kmod", umcg_backend_name());
+	ASSERT_STREQ(KB_BACKEND, umcg_backend_name());
 }
 
 FIXTURE_TEARDOWN(sw)
 {
-	if (self->inited)
+	if (self->inited) {
 		EXPECT_EQ(0, umcg_fini());
+		KB_EXPECT_BACKEND_KEPT();
+	}
 }
 
 TEST_F_TIMEOUT(sw, target_lands_on_the_callers_cpu, 110)

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * raw_exit - C7 on the "kmod" backend: a worker that exits without
- * libumcg's exit path (a raw exit(2) of its thread, as a crash of the
- * thread alone would) is reported by the kernel (RUNNING -> DONE): its
- * core goes to the next worker, it reads DONE, counts as exited, and
- * umcg_join() returns for it.  100 rounds, each with a fresh thread
- * registering right after the exit: the exited thread's slot must not go
- * to it while the library has not read the DONE there.  Needs block
- * detection that sees exits (the sched_entry_tp tracepoint, 7.2+): SKIPs
- * on the kprobe hook.
+ * raw_exit - C7 on a kernel backend (kernel_backend.h: "kmod" or "scx"): a
+ * worker that exits without libumcg's exit path (a raw exit(2) of its
+ * thread, as a crash of the thread alone would) is reported by the kernel
+ * (RUNNING -> DONE): its core goes to the next worker, it reads DONE,
+ * counts as exited, and umcg_join() returns for it.  100 rounds, each with
+ * a fresh thread registering right after the exit: the exited thread's
+ * slot must not go to it while the library has not read the DONE there.
+ * Needs block detection that sees exits: on kmod the sched_entry_tp
+ * tracepoint (7.2+), so it SKIPs on the kprobe hook; on scx the
+ * scheduler's exit_task.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,7 +21,7 @@
 #include <umcg.h>
 #include <umcg/policy.h>
 
-#include "kmod_backend.h"
+#include "kernel_backend.h"
 
 struct rx_run {
 	_Atomic int exiting;
@@ -55,15 +56,20 @@ FIXTURE(rx)
 FIXTURE_SETUP(rx)
 {
 	struct umcg_config cfg = { .size = sizeof(cfg) };
-	const char *why = kb_module_get();
-	char hook[32];
+	const char *why = kb_backend_get();
 
 	if (why)
 		SKIP(return, "%s", why);
-	if (!strcmp(kb_hook(hook, sizeof(hook)), "kprobe"))
-		SKIP(return, "block detection by kprobe does not see exits");
+#ifndef KB_BACKEND_SCX
+	{
+		char hook[32];
+
+		if (!strcmp(kb_hook(hook, sizeof(hook)), "kprobe"))
+			SKIP(return, "block detection by kprobe does not see exits");
+	}
+#endif
 	cfg.nr_cores = 1;
-	cfg.backend = "kmod";
+	cfg.backend = KB_BACKEND;
 	cfg.policy = umcg_policy_find("fifo");
 	ASSERT_EQ(0, umcg_init(&cfg));
 	self->inited = true;
@@ -71,8 +77,10 @@ FIXTURE_SETUP(rx)
 
 FIXTURE_TEARDOWN(rx)
 {
-	if (self->inited)
+	if (self->inited) {
 		EXPECT_EQ(0, umcg_fini());
+		KB_EXPECT_BACKEND_KEPT();
+	}
 }
 
 /* Rounds of exit-and-hand-over: a rare lost report shows as a hang. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * exact - C1 is exact on the "kmod" backend: with one managed core no two
- * workers ever execute user code at the same time (with two, never more
- * than two, never two on one core), although the workers keep blocking in
+ * exact - C1 is exact on a kernel backend (kernel_backend.h: "kmod" or
+ * "scx"): with one managed core no two workers ever execute user code at
+ * the same time (with two, never more than two, never two on one core),
+ * although the workers keep blocking in
  * the kernel behind libumcg's back and are woken by plain threads:
  *
  *   reader    read() on a pipe a plain thread writes to
@@ -31,7 +32,7 @@
 #include <umcg.h>
 #include <umcg/policy.h>
 
-#include "kmod_backend.h"
+#include "kernel_backend.h"
 
 #define EX_ROUNDS	25
 #define EX_SLICE_NS	(200 * 1000ULL)
@@ -190,7 +191,7 @@ FIXTURE_SETUP(exact)
 {
 	struct umcg_config cfg = { .size = sizeof(cfg) };
 	struct ex_run *r = &self->run;
-	const char *why = kb_module_get();
+	const char *why = kb_backend_get();
 	struct stat st;
 	cpu_set_t set;
 
@@ -214,11 +215,11 @@ FIXTURE_SETUP(exact)
 	ASSERT_NE(MAP_FAILED, r->map);
 
 	cfg.nr_cores = variant->nr_cores;
-	cfg.backend = "kmod";
+	cfg.backend = KB_BACKEND;
 	cfg.policy = umcg_policy_find("fifo");
 	ASSERT_EQ(0, umcg_init(&cfg));
 	self->inited = true;
-	ASSERT_STREQ("kmod", umcg_backend_name());
+	ASSERT_STREQ(KB_BACKEND, umcg_backend_name());
 	ASSERT_EQ(0, pthread_create(&self->feeder, NULL, ex_feeder, r));
 	self->feeding = true;
 }
@@ -231,8 +232,10 @@ FIXTURE_TEARDOWN(exact)
 		atomic_store(&r->stop_feeder, 1);
 		pthread_join(self->feeder, NULL);
 	}
-	if (self->inited)
+	if (self->inited) {
 		EXPECT_EQ(0, umcg_fini());
+		KB_EXPECT_BACKEND_KEPT();
+	}
 	if (r->map != MAP_FAILED)
 		munmap((void *)r->map, r->map_len);
 	if (r->map_fd >= 0)

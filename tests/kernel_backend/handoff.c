@@ -4,7 +4,8 @@
  * another worker at once (C2), and when a plain pthread (not a worker)
  * writes the pipe, the woken worker runs no user code until the policy
  * picks it (C3): it becomes RUNNABLE and stays so while the core's owner
- * keeps the core.  One managed core, "fifo" policy, "kmod" backend.
+ * keeps the core.  One managed core, "fifo" policy, a kernel backend
+ * (kernel_backend.h: "kmod" or "scx").
  * Asserted by the order of CLOCK_MONOTONIC timestamps, never by durations.
  */
 #include <pthread.h>
@@ -15,7 +16,7 @@
 #include <umcg.h>
 #include <umcg/policy.h>
 
-#include "kmod_backend.h"
+#include "kernel_backend.h"
 
 struct ho_run {
 	int pipefd[2];
@@ -83,24 +84,26 @@ FIXTURE(handoff)
 FIXTURE_SETUP(handoff)
 {
 	struct umcg_config cfg = { .size = sizeof(cfg) };
-	const char *why = kb_module_get();
+	const char *why = kb_backend_get();
 
 	self->run.pipefd[0] = self->run.pipefd[1] = -1;
 	if (why)
 		SKIP(return, "%s", why);
 	ASSERT_EQ(0, pipe(self->run.pipefd));
 	cfg.nr_cores = 1;
-	cfg.backend = "kmod";
+	cfg.backend = KB_BACKEND;
 	cfg.policy = umcg_policy_find("fifo");
 	ASSERT_EQ(0, umcg_init(&cfg));
 	self->inited = true;
-	ASSERT_STREQ("kmod", umcg_backend_name());
+	ASSERT_STREQ(KB_BACKEND, umcg_backend_name());
 }
 
 FIXTURE_TEARDOWN(handoff)
 {
-	if (self->inited)
+	if (self->inited) {
 		EXPECT_EQ(0, umcg_fini());
+		KB_EXPECT_BACKEND_KEPT();
+	}
 	if (self->run.pipefd[0] >= 0) {
 		close(self->run.pipefd[0]);
 		close(self->run.pipefd[1]);

@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * contract - run one contract test program of tests/host/contract (built
- * for the host, the same binary) on the "kmod" backend: with umcg.ko
- * loaded and UMCG_BACKEND=kmod, which contract.h's ct_config() and
- * ct_backend() follow.  CONTRACT_TEST names the program (CMake sets it:
- * one guest test per contract program, so each gets the VM runner's
- * timeout of its own).
+ * for the host, the same binary) on a kernel backend (kernel_backend.h:
+ * umcg.ko, or the umcg sched_ext scheduler with KB_BACKEND_SCX), with
+ * UMCG_BACKEND set to it, which contract.h's ct_config() and ct_backend()
+ * follow.  CONTRACT_TEST names the program (CMake sets it: one guest test
+ * per contract program, so each gets the VM runner's timeout of its own).
  *
  * Output and exit status are the program's own (kselftest TAP; 4 is skip);
- * the program is skipped, with the reason, if /dev/umcg cannot be had.  A
- * module this wrapper loaded must unload once the program is gone (C7:
- * process exit leaves no kernel state behind); if it does not, the wrapper
- * fails.
+ * the program is skipped, with the reason, if the backend cannot be had.
+ * The wrapper fails when the backend did not survive the program (an
+ * ejected scheduler), or when what it loaded does not unload once the
+ * program is gone (C7: process exit leaves no kernel state behind).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kmod_backend.h"
+#include "kernel_backend.h"
 
 #ifndef CONTRACT_TEST
 #error "CONTRACT_TEST must name the contract program"
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 	int status, ret;
 	pid_t pid;
 
-	why = kb_module_get();
+	why = kb_backend_get();
 	if (why) {
 		printf("TAP version 13\n1..0 # SKIP %s\n", why);
 		return KSFT_SKIP;
@@ -53,7 +53,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!pid) {
-		setenv("UMCG_BACKEND", "kmod", 1);
+		setenv("UMCG_BACKEND", KB_BACKEND, 1);
 		argv[0] = prog;
 		execv(prog, argv);
 		perror(prog);
@@ -66,12 +66,18 @@ int main(int argc, char **argv)
 	ret = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 	if (!WIFEXITED(status))
 		printf("# %s: killed by signal %d\n", prog, WTERMSIG(status));
+	why = kb_backend_lost();
+	if (why) {
+		printf("# after %s: %s\n", prog, why);
+		if (!ret)
+			ret = 1;
+	}
 	if (kb_loaded) {
-		int err = kb_module_put();
+		int err = kb_backend_put();
 
 		if (err) {
-			printf("# %s stayed in use after %s exited: unload: %s\n",
-			       KB_MODULE, prog, strerror(-err));
+			printf("# the %s backend stayed in use after %s exited: "
+			       "unload: %s\n", KB_BACKEND, prog, strerror(-err));
 			return ret ? ret : 1;
 		}
 	}
