@@ -30,7 +30,7 @@ void bench_opts_init(struct bench_opts *o, const char *prog, char **argv)
 	memset(o, 0, sizeof(*o));
 	o->reps = 5;
 	o->ms = 200;
-	/* scx only when asked for while that backend is opt-in (scx.rst). */
+	/* scx only when listed: it needs the scheduler loaded (umcgctl load). */
 	o->backends = "user,kmod";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	opterr = 0;

@@ -48,8 +48,8 @@ struct bench_opts {
 	"  -r, --reps N         repetitions, the median is printed (default 5)\n" \
 	"  -t, --ms MS          length of one timed repetition in ms (default 200)\n" \
 	"      --smoke          a few milliseconds each: checks it runs, not speed\n" \
-	"      --backends LIST  libumcg backends to try (default user,kmod; scx,\n" \
-	"                       opt-in for now, only when listed); an unavailable\n" \
+	"      --backends LIST  libumcg backends to try (default user,kmod; scx\n" \
+	"                       only when listed: it needs umcgctl load); an unavailable\n" \
 	"                       one is printed as value=n/a\n" \
 	"      --no-pthread     skip the stock-scheduler (pthreads) baselines\n" \
 	"      --no-umcg        skip libumcg\n" \

@@ -82,6 +82,9 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  * @worker_gone:       optional: the kernel reported @t's exit (it exited
  *                     without umcg's exit path): forget it; @t's word must
  *                     stay readable (DONE) until umcg_join() frees it
+ * @report_name:       optional: the name umcg_backend_name() reports for
+ *                     @g, when it can change while @g lives (scx: its
+ *                     fall-back); any thread, any time; NULL: @name
  * @pin_by_waker:      the thread that makes a worker RUNNING sets its CPU
  *                     affinity first (the worker may resume in its own code,
  *                     not in libumcg, e.g. after the kernel made it wait)
@@ -110,6 +113,7 @@ struct umcg_backend_ops {
 	void (*worker_unreserve)(struct umcg_group *g);
 	void (*worker_release)(struct umcg_group *g, struct umcg_thread *t);
 	void (*worker_gone)(struct umcg_group *g, struct umcg_thread *t);
+	const char *(*report_name)(struct umcg_group *g);
 	bool pin_by_waker;
 	bool kernel_moves;
 	bool runs_unpicked;

@@ -383,7 +383,9 @@ const char *umcg_backend_name(void)
 {
 	struct umcg_group *g = grp();
 
-	return g ? g->backend->name : NULL;
+	if (!g)
+		return NULL;
+	return g->backend->report_name ? g->backend->report_name(g) : g->backend->name;
 }
 
 int umcg_nr_cores(void)
