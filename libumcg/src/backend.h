@@ -89,6 +89,8 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  *                     affinity first (the worker may resume in its own code,
  *                     not in libumcg, e.g. after the kernel made it wait)
  * @kernel_moves:      the kernel moves workers' words itself (UMCG_EV_MOVED)
+ * @no_time_slice:     init fails (-EOPNOTSUPP) for a group with a time
+ *                     slice: auto-selection passes over it for such a group
  * @runs_unpicked:     the kernel may let a worker the runtime holds queued
  *                     (RUNNABLE) run before it is picked (scx: a hold that
  *                     lasted too long is released, lest the watchdog eject
@@ -117,6 +119,7 @@ struct umcg_backend_ops {
 	bool pin_by_waker;
 	bool kernel_moves;
 	bool runs_unpicked;
+	bool no_time_slice;
 };
 
 extern const struct umcg_backend_ops umcg_backend_user;
@@ -125,11 +128,12 @@ extern const struct umcg_backend_ops umcg_backend_scx;
 
 /*
  * The backend to use: @name ("scx", "kmod", "user"), or NULL for
- * $UMCG_BACKEND, else the best one available.  -EINVAL for an unknown
- * name, -ENODEV (with a message on stderr saying why) when the one asked
- * for is not available.
+ * $UMCG_BACKEND, else the best one available for a group with time slice
+ * @time_slice_ns (0: none).  -EINVAL for an unknown name, -ENODEV (with a
+ * message on stderr saying why) when the one asked for is not available.
  */
-int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops);
+int umcg_backend_select(const char *name, uint64_t time_slice_ns,
+			const struct umcg_backend_ops **ops);
 
 /* futex(2) on a 32-bit word, private to the process. */
 int umcg_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t abs_ns);

@@ -1052,4 +1052,5 @@ const struct umcg_backend_ops umcg_backend_scx = {
 	.pin_by_waker		= true,
 	.kernel_moves		= false,
 	.runs_unpicked		= true,
+	.no_time_slice		= true,	/* scx_init() refuses a time slice */
 };

@@ -358,9 +358,13 @@ TEST_F_TIMEOUT(ga, work_finishes, 280)
 	ASSERT_EQ(0, WEXITSTATUS(status));
 }
 
-/* The backend a child's umcg_init() picks with UMCG_BACKEND=@env (NULL: unset). */
-static int ga_auto_child(const char *env, const char *want)
+/*
+ * Is the backend a child's umcg_init() picks with UMCG_BACKEND=@env (NULL:
+ * unset) and time slice @slice_ns @want (NULL: any, if init succeeds)?
+ */
+static int ga_auto_child(const char *env, uint64_t slice_ns, const char *want)
 {
+	struct umcg_config cfg = { .size = sizeof(cfg), .time_slice_ns = slice_ns };
 	const char *name;
 	int ret;
 
@@ -368,7 +372,7 @@ static int ga_auto_child(const char *env, const char *want)
 		setenv("UMCG_BACKEND", env, 1);
 	else
 		unsetenv("UMCG_BACKEND");
-	ret = umcg_init(NULL);
+	ret = umcg_init(&cfg);
 	if (ret) {
 		printf("# UMCG_BACKEND=%s: umcg_init: %s\n", env ? env : "(unset)",
 		       strerror(-ret));
@@ -378,13 +382,13 @@ static int ga_auto_child(const char *env, const char *want)
 	printf("# UMCG_BACKEND=%s: backend \"%s\"\n", env ? env : "(unset)",
 	       name ? name : "(null)");
 	fflush(stdout);
-	ret = name && !strcmp(name, want) ? 0 : 1;
+	ret = name && (!want || !strcmp(name, want)) ? 0 : 1;
 	if (umcg_fini())
 		ret = 1;
 	return ret;
 }
 
-static int ga_run_auto(const char *env, const char *want)
+static int ga_run_auto(const char *env, uint64_t slice_ns, const char *want)
 {
 	int status;
 	pid_t pid;
@@ -394,13 +398,16 @@ static int ga_run_auto(const char *env, const char *want)
 	if (pid < 0)
 		return -1;
 	if (!pid)
-		_exit(ga_auto_child(env, want));
+		_exit(ga_auto_child(env, slice_ns, want));
 	if (waitpid(pid, &status, 0) != pid)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-/* Ours loaded: auto-selection takes scx; a name still wins. */
+/*
+ * Ours loaded: auto-selection takes scx; a name still wins; a group with a
+ * time slice gets a backend that has them (scx has none yet).
+ */
 TEST(auto_selects_scx)
 {
 	if (!ga_prepare(_metadata)) {
@@ -408,9 +415,10 @@ TEST(auto_selects_scx)
 			ASSERT_TRUE(false) TH_LOG("the umcg scheduler did not load");
 		return;
 	}
-	EXPECT_EQ(0, ga_run_auto(NULL, "scx"));
-	EXPECT_EQ(0, ga_run_auto("auto", "scx"));
-	EXPECT_EQ(0, ga_run_auto("user", "user"));
+	EXPECT_EQ(0, ga_run_auto(NULL, 0, "scx"));
+	EXPECT_EQ(0, ga_run_auto("auto", 0, "scx"));
+	EXPECT_EQ(0, ga_run_auto("user", 0, "user"));
+	EXPECT_EQ(0, ga_run_auto(NULL, 2000000, NULL));
 	EXPECT_TRUE(ga_enabled());
 	ga_reload();
 }
