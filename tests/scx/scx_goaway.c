@@ -5,8 +5,8 @@
  * ejected by an error it raises on purpose (umcgctl eject --error: the
  * test hook ctl.eject, UMCG_SCX_EJECT_ERROR) while GA_WORKERS workers
  * run, block in read() and nanosleep(), yield, switch to each other and
- * unpark each other.  The workers keep working until the scheduler has
- * gone, then do GA_ROUNDS more operations each: the process must finish
+ * unpark each other; or unloaded and loaded again.  The workers keep
+ * working until the scheduler has gone, then do GA_ROUNDS more each: the process must finish
  * that work, every worker joined, within GA_FINISH_S (issue 5: "finishes
  * its work correctly and in bounded time"; a bound, not a speed), and
  * umcg_backend_name() must say "scx" before and "scx-fallback" after.
@@ -235,7 +235,7 @@ FIXTURE(ga) {
 };
 
 /* How the scheduler goes away. */
-enum ga_how { GA_UNLOAD, GA_SYSRQ, GA_EJECT_ERROR };
+enum ga_how { GA_UNLOAD, GA_SYSRQ, GA_EJECT_ERROR, GA_RELOAD };
 
 FIXTURE_VARIANT(ga) {
 	enum ga_how how;
@@ -246,6 +246,12 @@ FIXTURE_VARIANT_ADD(ga, unload) { .how = GA_UNLOAD };
 FIXTURE_VARIANT_ADD(ga, ejected) { .how = GA_SYSRQ };
 /* Ejected by an error the scheduler raises on request (scx_bpf_error()). */
 FIXTURE_VARIANT_ADD(ga, eject_error) { .how = GA_EJECT_ERROR };
+/*
+ * Unloaded and loaded again before the child looks: the new instance does
+ * not know the child's threads (they run as plain SCHED_EXT threads in its
+ * FIFO), so that is gone too, and the name must not say "scx" again.
+ */
+FIXTURE_VARIANT_ADD(ga, reloaded) { .how = GA_RELOAD };
 
 /* Skip unless we can load ours; load it unless it runs. */
 static bool ga_prepare(struct __test_metadata *_metadata)
@@ -334,6 +340,10 @@ TEST_F_TIMEOUT(ga, work_finishes, 280)
 	for (int i = 0; i < 1000 && ga_enabled(); i++)
 		usleep(10 * 1000);
 	ASSERT_FALSE(ga_enabled()) TH_LOG("the scheduler is still enabled");
+	if (variant->how == GA_RELOAD) {
+		ga_umcgctl("load");
+		ASSERT_TRUE(ga_enabled()) TH_LOG("the scheduler did not load again");
+	}
 	gone_ns = ga_now_ns();
 	TH_LOG("the scheduler went %llu ms after it was sent away",
 	       (unsigned long long)(gone_ns - went_ns) / 1000000);
