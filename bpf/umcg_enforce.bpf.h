@@ -288,6 +288,25 @@ struct {
 /* Set by ops.exit: the timer stops re-arming. */
 __u32 enf_stopped;
 
+/*
+ * Slots in use since load: one past the highest slot ever claimed, so
+ * that the searches by tid (register, pick, poke) cost the slots a load
+ * has used, not UMCG_SCX_MAX_TASKS.  Only grows: enf_slot_get() raises
+ * it with compare-and-swap before register returns, so a search for a
+ * tid that another thread learnt from a register that returned covers
+ * its slot.  Slots are claimed lowest free first, so it stays near the
+ * peak number of registered threads.
+ */
+__u32 enf_slot_hwm;
+
+/* The bound of a search over claimed slots. */
+static __always_inline int enf_slots_used(void)
+{
+	u32 n = READ_ONCE(enf_slot_hwm);
+
+	return n < UMCG_SCX_MAX_TASKS ? (int)n : UMCG_SCX_MAX_TASKS;
+}
+
 static __always_inline void enf_stat(u32 idx)
 {
 	u32 zero = 0;
@@ -973,8 +992,20 @@ static __always_inline s32 enf_slot_get(u32 tid)
 
 	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
 		s = bpf_map_lookup_elem(&slots, &i);
-		if (s && __sync_val_compare_and_swap(&s->tid, 0, tid) == 0)
+		if (s && __sync_val_compare_and_swap(&s->tid, 0, tid) == 0) {
+			u32 old;
+			int k;
+
+			/* Each failed CAS saw it grow: at most MAX_TASKS. */
+			bpf_for(k, 0, UMCG_SCX_MAX_TASKS) {
+				old = READ_ONCE(enf_slot_hwm);
+				if (old > (u32)i ||
+				    __sync_val_compare_and_swap(&enf_slot_hwm, old,
+								(u32)i + 1) == old)
+					break;
+			}
 			return i;
+		}
 	}
 	return -ENOSPC;
 }
@@ -985,7 +1016,7 @@ static __always_inline s32 enf_server_cpu(u32 tid, u32 tgid)
 	int i;
 	struct enf_slot *s;
 
-	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
+	bpf_for(i, 0, enf_slots_used()) {
 		s = bpf_map_lookup_elem(&slots, &i);
 		if (s && s->tid == tid && s->tgid == tgid &&
 		    s->role == ENF_ROLE_SERVER)
@@ -1113,7 +1144,7 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 	    (args->pad && !seqf) || !tid || cpu >= scx_bpf_nr_cpu_ids())
 		return -EINVAL;
 	/* The caller's group: a tid of another process is -ESRCH. */
-	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
+	bpf_for(i, 0, enf_slots_used()) {
 		struct enf_slot *s = bpf_map_lookup_elem(&slots, &i);
 
 		if (s && s->tid == tid) {
@@ -1282,7 +1313,7 @@ int umcg_poke(struct umcg_scx_poke_args *args)
 	if (args->flags || args->reserved || cpu >= UMCG_SCX_MAX_CPUS ||
 	    cpu >= scx_bpf_nr_cpu_ids())
 		return -EINVAL;
-	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
+	bpf_for(i, 0, enf_slots_used()) {
 		struct enf_slot *s = bpf_map_lookup_elem(&slots, &i);
 
 		if (s && s->tid && s->tgid == tgid &&

@@ -18,7 +18,7 @@
 #endif
 
 /* Limits of one scheduler instance (all processes together). */
-#define UMCG_SCX_MAX_TASKS	256	/* registered threads, power of 2 */
+#define UMCG_SCX_MAX_TASKS	4096	/* registered threads, power of 2 */
 #define UMCG_SCX_MAX_GROUPS	16	/* registered processes, power of 2 */
 #define UMCG_SCX_MAX_CPUS	64	/* CPUs a server can manage, power of 2 */
 #define UMCG_SCX_EVENT_WORDS	(UMCG_SCX_MAX_TASKS / 64)

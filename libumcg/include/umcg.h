@@ -115,7 +115,15 @@ int umcg_init(const struct umcg_config *cfg);
  */
 int umcg_fini(void);
 
-/* "scx", "kmod" or "user"; NULL before umcg_init(). */
+/*
+ * The backend in use: "scx", "kmod" or "user"; NULL without a group.
+ * "scx-fallback": the group started on "scx" and libumcg has seen the
+ * sched_ext scheduler go away since (unloaded, ejected, or loaded anew):
+ * every thread runs on under the kernel's normal scheduler, no wake-up is
+ * lost, C1 is best effort and C2 is lost.  Sticky for the group: never
+ * "scx" again.  A call that would say "scx" checks first, so the change
+ * shows at most one call late.  Any thread; a static string.
+ */
 const char *umcg_backend_name(void);
 
 /* Number of managed cores; -ESRCH before umcg_init(). */

@@ -2,10 +2,14 @@
 /*
  * backend.c - choosing a backend, and the futex helpers they share.
  *
- * "scx" is used only when asked for by name (cfg.backend or UMCG_BACKEND):
- * it is new, and auto-selection keeps choosing kmod, else user, until it
- * has proven itself.  A backend asked for that is not available fails
- * with -ENODEV and says why.
+ * Auto-selection (no name, or "auto") takes the first backend of
+ * umcg_backends[] whose probe succeeds: "scx" when our sched_ext
+ * scheduler is enabled and this process can open its programs' pins,
+ * else "kmod" (/dev/umcg), else "user"; for a group with a time slice,
+ * none whose init would refuse it (no_time_slice).  A backend asked for
+ * by name (cfg.backend or UMCG_BACKEND) that is not available fails with
+ * -ENODEV and says why; auto-selection says nothing about the ones it
+ * skipped.
  */
 #include <errno.h>
 #include <limits.h>
@@ -21,16 +25,13 @@
 
 /* Best first: auto-selection takes the first whose probe succeeds. */
 static const struct umcg_backend_ops *const umcg_backends[] = {
+	&umcg_backend_scx,	/* our scheduler loaded, its pins ours to use */
 	&umcg_backend_kmod,	/* /dev/umcg with UMCG_FEATURE_BLOCK */
 	&umcg_backend_user,
 };
 
-/* Only when asked for by name, never auto-selected (yet). */
-static const struct umcg_backend_ops *const umcg_named_backends[] = {
-	&umcg_backend_scx,
-};
-
-int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops)
+int umcg_backend_select(const char *name, uint64_t time_slice_ns,
+			const struct umcg_backend_ops **ops)
 {
 	const char *why = NULL;
 	size_t i;
@@ -45,6 +46,8 @@ int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops)
 
 		if (name && strcmp(name, b->name))
 			continue;
+		if (!name && time_slice_ns && b->no_time_slice)
+			continue;
 		if (b->probe(&why) == 0) {
 			*ops = b;
 			return 0;
@@ -57,19 +60,6 @@ int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops)
 	}
 	if (!name)
 		return -ENODEV;
-	for (i = 0; i < sizeof(umcg_named_backends) / sizeof(umcg_named_backends[0]); i++) {
-		const struct umcg_backend_ops *b = umcg_named_backends[i];
-
-		if (strcmp(name, b->name))
-			continue;
-		if (b->probe(&why) == 0) {
-			*ops = b;
-			return 0;
-		}
-		fprintf(stderr, "libumcg: backend \"%s\" is not available: %s\n",
-			name, why ? why : "probe failed");
-		return -ENODEV;
-	}
 	fprintf(stderr, "libumcg: unknown backend \"%s\" (expected scx, kmod, user or auto)\n",
 		name);
 	return -EINVAL;

@@ -3,7 +3,9 @@
  * backend_scx.c - the "scx" backend: the umcg sched_ext scheduler (bpf/,
  * Documentation/scx.rst), as "umcgctl load" pins it under /sys/fs/bpf/umcg.
  *
- * Selected only when asked for (cfg.backend "scx" or UMCG_BACKEND=scx).
+ * Auto-selection takes it first when its probe succeeds (our scheduler
+ * enabled, its programs' pins open to this process), see backend.c; or
+ * asked for by name (cfg.backend "scx" or UMCG_BACKEND=scx).
  *
  * Words.  Each thread keeps its state word in t->task, as with "user": the
  * scheduler's shared area is read-only (frozen), so the library cannot
@@ -65,7 +67,10 @@
  * within SCX_GONE_CHECK_NS (its sched_yield() no longer holds it) and
  * from then on sleeps on c->wake_seq like the user backend's, woken by
  * server_wake; blocks are no longer seen (no monitor thread: C2 is lost,
- * nothing hangs).
+ * nothing hangs).  Gone means: sched_ext is not enabled with our
+ * scheduler, or its enable_seq moved since umcg_init() (a later load does
+ * not know our threads).  From then on umcg_backend_name() says
+ * "scx-fallback", for the rest of the group (scx_report_name()).
  *
  * Limits: the scheduler has UMCG_SCX_MAX_TASKS slots and
  * UMCG_SCX_MAX_GROUPS processes for the whole machine.  worker_reserve
@@ -151,10 +156,18 @@ static struct {
 	_Atomic uint64_t base_bns[UMCG_SCX_MAX_TASKS];
 	/* Slot -> its worker sleeps in (or is about to sleep in) scx_wait(). */
 	_Atomic uint32_t in_wait[UMCG_SCX_MAX_TASKS];
+	/*
+	 * One past the highest slot a worker of ours registered in: the
+	 * servers' scans stop there (the scheduler hands out the lowest
+	 * free slot).  Only grows; raised before the slot enters slots[].
+	 */
+	_Atomic unsigned int slot_hwm;
 	/* Reserved workers not registered yet. */
 	_Atomic unsigned int nr_pending;
 	/* The scheduler went away: nothing holds threads any more. */
 	_Atomic bool gone;
+	/* sched_ext's enable_seq when the group started; 0: unknown. */
+	uint64_t enable_seq;
 	/* The doorbell ring: its descriptor (-1: none), its two positions. */
 	int wake_fd;
 	_Atomic uint64_t *wake_cons;
@@ -379,18 +392,46 @@ out_progs:
 	return ret;
 }
 
-/* Did the scheduler go away?  Sticky: once gone, it stays gone for us. */
+/* sched_ext's count of scheduler loads since boot; 0 if it has none. */
+static uint64_t scx_enable_seq(void)
+{
+	char buf[32];
+
+	if (scx_sysfs_read("enable_seq", buf, sizeof(buf)))
+		return 0;
+	return strtoull(buf, NULL, 10);
+}
+
+/*
+ * Did the scheduler go away?  Not enabled any more, or enabled again
+ * since the group started (a new load does not know our threads).
+ * Sticky: once gone, it stays gone for the group.
+ */
 static bool scx_gone_check(void)
 {
 	const char *why;
+	uint64_t seq;
 
 	if (atomic_load(&scx.gone))
 		return true;
-	if (scx_check_loaded(&why)) {
+	if (scx_check_loaded(&why) ||
+	    (scx.enable_seq && (seq = scx_enable_seq()) && seq != scx.enable_seq)) {
 		atomic_store(&scx.gone, true);
 		return true;
 	}
 	return false;
+}
+
+/*
+ * umcg_backend_name(): "scx" until the group saw the scheduler go, then
+ * "scx-fallback" for good (the threads run under the kernel's normal
+ * scheduler, see the top of this file).  Looks again when not gone yet,
+ * so the answer is at most one call late.  Any thread: scx.gone is
+ * atomic and only ever set while the group lives.
+ */
+static const char *scx_report_name(struct umcg_group *g)
+{
+	return scx_gone_check() ? "scx-fallback" : "scx";
 }
 
 static const volatile struct umcg_task *scx_task(unsigned int slot)
@@ -432,6 +473,7 @@ static int scx_init(struct umcg_group *g)
 		free(sg);
 		return -ENOMEM;
 	}
+	scx.enable_seq = scx_enable_seq();
 	atomic_store(&scx.gone, false);
 	g->backend_priv = sg;
 	return 0;
@@ -608,6 +650,8 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	slot = a.slot;
 	umcg_ref_get(t);	/* the table's, dropped by unregister or fini */
 	pthread_mutex_lock(&scx.lock);
+	if (atomic_load(&scx.slot_hwm) <= slot)
+		atomic_store(&scx.slot_hwm, slot + 1);	/* under scx.lock */
 	atomic_store(&scx.last_seq[slot], scx_pub_seq(slot));
 	atomic_store(&scx.base_bns[slot], scx_pub_bns(slot));
 	atomic_store(&scx.in_wait[slot], 0);
@@ -910,10 +954,12 @@ static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 static int scx_poll_events(struct umcg_core *c, struct umcg_event *ev, int max)
 {
 	struct umcg_thread *exited[SCX_EXITED_BATCH];
+	unsigned int hwm;
 	int n = 0;
 
 	pthread_mutex_lock(&scx.lock);
-	for (unsigned int i = 0; i < UMCG_SCX_MAX_TASKS; i++) {
+	hwm = atomic_load(&scx.slot_hwm);
+	for (unsigned int i = 0; i < hwm; i++) {
 		struct umcg_thread *t = atomic_load(&scx.slots[i]);
 
 		if (!t)
@@ -935,7 +981,9 @@ static int scx_poll_events(struct umcg_core *c, struct umcg_event *ev, int max)
 
 static bool scx_events_pending(void)
 {
-	for (unsigned int i = 0; i < UMCG_SCX_MAX_TASKS; i++)
+	unsigned int n = atomic_load(&scx.slot_hwm);
+
+	for (unsigned int i = 0; i < n; i++)
 		if (atomic_load(&scx.slots[i]) &&
 		    scx_pub_seq(i) != atomic_load(&scx.last_seq[i]))
 			return true;
@@ -1030,7 +1078,9 @@ const struct umcg_backend_ops umcg_backend_scx = {
 	.worker_reserve		= scx_worker_reserve,
 	.worker_unreserve	= scx_worker_unreserve,
 	.worker_release		= scx_worker_release,
+	.report_name		= scx_report_name,
 	.pin_by_waker		= true,
 	.kernel_moves		= false,
 	.runs_unpicked		= true,
+	.no_time_slice		= true,	/* scx_init() refuses a time slice */
 };

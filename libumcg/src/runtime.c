@@ -241,7 +241,7 @@ int umcg_init(const struct umcg_config *cfg)
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	ret = umcg_backend_select(c.backend, &backend);
+	ret = umcg_backend_select(c.backend, c.time_slice_ns, &backend);
 	if (ret)
 		goto out_unlock;
 	ret = umcg_pick_cpus(c.nr_cores, c.first_cpu, &cpus, &nr);
@@ -383,7 +383,9 @@ const char *umcg_backend_name(void)
 {
 	struct umcg_group *g = grp();
 
-	return g ? g->backend->name : NULL;
+	if (!g)
+		return NULL;
+	return g->backend->report_name ? g->backend->report_name(g) : g->backend->name;
 }
 
 int umcg_nr_cores(void)
