@@ -36,4 +36,10 @@ int umcg_test_kmod_unload(const char *name);
 /* 1 when /sys/module/@name exists, 0 when not. */
 int umcg_test_kmod_loaded(const char *name);
 
+/*
+ * Read @fd until end of file, or until @buf (@len bytes, @len > 0) is
+ * full but for a NUL, which ends what was read.  Returns the bytes read.
+ */
+size_t umcg_test_read_all(int fd, char *buf, size_t len);
+
 #endif /* UMCG_TEST_H */
