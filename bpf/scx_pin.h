@@ -66,9 +66,12 @@
  * BPF_F_RDONLY), and the USE pins as above when the access lets them.
  * That needs search permission on every directory on the way, so
  * umcg_scx_bpffs_prepare() gives others search (not read) permission on
- * the bpffs root, which systemd mounts 0700.  kernel.unprivileged_bpf_disabled
- * blocks only creating maps and loading programs (map_create(),
- * bpf_prog_load()), not BPF_OBJ_GET, lookups, mmap or BPF_PROG_TEST_RUN.
+ * the bpffs root, which systemd mounts 0700.  The sysctl
+ * kernel.unprivileged_bpf_disabled blocks only creating maps and loading
+ * programs (map_create(), bpf_prog_load()), not BPF_OBJ_GET, lookups,
+ * mmap or BPF_PROG_TEST_RUN.  The default is root only: a user let in can
+ * take every slot and group of the machine and freeze the doorbell, though
+ * not touch another process's threads (Documentation/scx.rst).
  *
  * Functions return 0 or -errno unless said otherwise; @dir is the pin
  * directory, normally UMCG_SCX_PIN_DIR.
