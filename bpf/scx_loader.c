@@ -236,7 +236,8 @@ void umcg_scx_close(struct umcg_scx *s)
 	free(s);
 }
 
-int umcg_scx_pin(struct umcg_scx *s, const char *dir)
+int umcg_scx_pin(struct umcg_scx *s, const char *dir,
+		 const struct umcg_scx_access *acc)
 {
 	const struct umcg_scx_pin_spec *spec;
 	char path[PATH_MAX];
@@ -266,13 +267,16 @@ int umcg_scx_pin(struct umcg_scx *s, const char *dir)
 			goto err;
 		}
 		/* Not bpf_map__pin(): that would also reuse a stale pin. */
-		if (bpf_obj_pin(bpf_map__fd(map), path) || chmod(path, spec->mode)) {
+		if (bpf_obj_pin(bpf_map__fd(map), path)) {
 			ret = -errno;
 			goto err;
 		}
+		ret = umcg_scx_pin_set_access(path, spec->kind, acc);
+		if (ret)
+			goto err;
 	}
 
-	ret = umcg_scx_pin_progs(s->skel->obj, dir);
+	ret = umcg_scx_pin_progs(s->skel->obj, dir, acc);
 	if (ret)
 		goto err;
 

@@ -102,13 +102,15 @@ void umcg_scx_close(struct umcg_scx *s);
 /*
  * Pin the attached instance at @dir, on the bpffs that
  * umcg_scx_bpffs_prepare() readied: make @dir (mode 0755), pin the maps of
- * umcg_scx_pinned_maps[], then the link (scx_pin.h).  On success the pins
- * hold the scheduler: the handle counts as detached, and umcg_scx_close()
+ * umcg_scx_pinned_maps[] and the programs, with the modes @acc gives them
+ * (NULL: root only; scx_pin.h), then the link.  On success the pins hold
+ * the scheduler: the handle counts as detached, and umcg_scx_close()
  * leaves the scheduler attached.  On failure @dir is removed and the
  * handle stays attached.  -ENOTCONN: not attached.  -EEXIST: @dir exists
  * (a scheduler is pinned there, or leftovers: umcg_scx_unpin() them).
  */
-int umcg_scx_pin(struct umcg_scx *s, const char *dir);
+int umcg_scx_pin(struct umcg_scx *s, const char *dir,
+		 const struct umcg_scx_access *acc);
 
 /* True once the scheduler has stopped, whoever stopped it. */
 bool umcg_scx_exited(const struct umcg_scx *s);

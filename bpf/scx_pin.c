@@ -26,13 +26,13 @@
 #include "scx_pin.h"
 
 const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
-	{ UMCG_SCX_PIN_STATS,		0444 },
-	{ UMCG_SCX_PIN_TASK_STATS,	0444 },
-	{ UMCG_SCX_PIN_EXIT_INFO,	0444 },
-	{ UMCG_SCX_PIN_CTL,		0600 },
+	{ UMCG_SCX_PIN_STATS,		UMCG_SCX_PIN_PUBLIC },
+	{ UMCG_SCX_PIN_TASK_STATS,	UMCG_SCX_PIN_PUBLIC },
+	{ UMCG_SCX_PIN_EXIT_INFO,	UMCG_SCX_PIN_PUBLIC },
+	{ UMCG_SCX_PIN_CTL,		UMCG_SCX_PIN_ROOT },
 #ifdef UMCG_HAVE_SCX_ENFORCE
-	{ UMCG_SCX_PIN_SHARED,		0666 },
-	{ UMCG_SCX_PIN_WAKE,		0600 },
+	{ UMCG_SCX_PIN_SHARED,		UMCG_SCX_PIN_USE_RW },
+	{ UMCG_SCX_PIN_WAKE,		UMCG_SCX_PIN_USE_RW },
 	/*
 	 * Pinned for its user reference only: the kernel frees the timers of
 	 * a map that no process holds and no pin holds ("maps with timers
@@ -40,25 +40,113 @@ const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
 	 * bpf_timer_init()), so without it the heartbeat and the hold
 	 * release stopped when "umcgctl load" exited.
 	 */
-	{ UMCG_SCX_PIN_TIMER,		0600 },
+	{ UMCG_SCX_PIN_TIMER,		UMCG_SCX_PIN_ROOT },
 #endif
 	{ NULL, 0 }
 };
 
 const struct umcg_scx_pin_spec umcg_scx_pinned_progs[] = {
 #ifdef UMCG_HAVE_SCX_ENFORCE
-	{ "umcg_register",	0600 },
-	{ "umcg_pick",		0600 },
-	{ "umcg_unregister",	0600 },
-	{ "umcg_poke",		0600 },
+	{ "umcg_register",	UMCG_SCX_PIN_USE_R },
+	{ "umcg_pick",		UMCG_SCX_PIN_USE_R },
+	{ "umcg_unregister",	UMCG_SCX_PIN_USE_R },
+	{ "umcg_poke",		UMCG_SCX_PIN_USE_R },
 #endif
 	{ NULL, 0 }
 };
 
-int umcg_scx_pin_progs(struct bpf_object *obj, const char *dir)
+mode_t umcg_scx_pin_mode(enum umcg_scx_pin_kind kind,
+			 const struct umcg_scx_access *acc)
+{
+	enum umcg_scx_users users = acc ? acc->users : UMCG_SCX_USERS_ROOT;
+
+	switch (kind) {
+	case UMCG_SCX_PIN_PUBLIC:
+		return 0444;
+	case UMCG_SCX_PIN_USE_R:
+		return users == UMCG_SCX_USERS_ALL ? 0644 :
+		       users == UMCG_SCX_USERS_GROUP ? 0640 : 0600;
+	case UMCG_SCX_PIN_USE_RW:
+		return users == UMCG_SCX_USERS_ALL ? 0666 :
+		       users == UMCG_SCX_USERS_GROUP ? 0660 : 0600;
+	case UMCG_SCX_PIN_ROOT:
+	default:
+		return 0600;
+	}
+}
+
+int umcg_scx_pin_set_access(const char *path, enum umcg_scx_pin_kind kind,
+			    const struct umcg_scx_access *acc)
+{
+	bool group = acc && acc->users == UMCG_SCX_USERS_GROUP &&
+		     (kind == UMCG_SCX_PIN_USE_R || kind == UMCG_SCX_PIN_USE_RW);
+
+	/* 0600 until the group is right: never open to the wrong one. */
+	if (chmod(path, 0600) || chown(path, 0, group ? acc->gid : 0) ||
+	    chmod(path, umcg_scx_pin_mode(kind, acc)))
+		return -errno;
+	return 0;
+}
+
+/* Does @st (a USE pin of @kind) let others (@shift 0) or its group (3) in? */
+static bool pin_lets_in(const struct stat *st, enum umcg_scx_pin_kind kind,
+			int shift)
+{
+	mode_t need = kind == UMCG_SCX_PIN_USE_RW ? 06 : 04;
+
+	return ((st->st_mode >> shift) & need) == need;
+}
+
+int umcg_scx_pinned_access(const char *dir, struct umcg_scx_access *acc)
+{
+	const struct umcg_scx_pin_spec *lists[] = {
+		umcg_scx_pinned_maps, umcg_scx_pinned_progs,
+	};
+	bool all = true, group = true, any = false;
+	char path[PATH_MAX];
+	gid_t gid = 0;
+
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+		for (const struct umcg_scx_pin_spec *spec = lists[l]; spec->name; spec++) {
+			struct stat st;
+
+			if (spec->kind != UMCG_SCX_PIN_USE_R &&
+			    spec->kind != UMCG_SCX_PIN_USE_RW)
+				continue;
+			if (snprintf(path, sizeof(path), "%s/%s", dir, spec->name) >=
+			    (int)sizeof(path))
+				return -ENAMETOOLONG;
+			if (stat(path, &st))
+				return -errno;
+			if (!pin_lets_in(&st, spec->kind, 0))
+				all = false;
+			if (!pin_lets_in(&st, spec->kind, 3) ||
+			    (any && st.st_gid != gid))
+				group = false;
+			gid = st.st_gid;
+			any = true;
+		}
+	}
+	if (!any)
+		return -ENOENT;
+	acc->gid = 0;
+	if (all) {
+		acc->users = UMCG_SCX_USERS_ALL;
+	} else if (group) {
+		acc->users = UMCG_SCX_USERS_GROUP;
+		acc->gid = gid;
+	} else {
+		acc->users = UMCG_SCX_USERS_ROOT;
+	}
+	return 0;
+}
+
+int umcg_scx_pin_progs(struct bpf_object *obj, const char *dir,
+		       const struct umcg_scx_access *acc)
 {
 	const struct umcg_scx_pin_spec *spec;
 	char path[PATH_MAX];
+	int ret;
 
 	for (spec = umcg_scx_pinned_progs; spec->name; spec++) {
 		struct bpf_program *prog;
@@ -71,8 +159,11 @@ int umcg_scx_pin_progs(struct bpf_object *obj, const char *dir)
 		if (snprintf(path, sizeof(path), "%s/%s", dir, spec->name) >=
 		    (int)sizeof(path))
 			return -ENAMETOOLONG;
-		if (bpf_obj_pin(fd, path) || chmod(path, spec->mode))
+		if (bpf_obj_pin(fd, path))
 			return -errno;
+		ret = umcg_scx_pin_set_access(path, spec->kind, acc);
+		if (ret)
+			return ret;
 	}
 	return 0;
 }

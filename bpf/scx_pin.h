@@ -3,45 +3,58 @@
  * scx_pin.h - the umcg sched_ext scheduler as "umcgctl load" leaves it:
  * attached, with no process holding it, through pins in a bpffs directory.
  *
- * Layout of UMCG_SCX_PIN_DIR (/sys/fs/bpf/umcg), mode 0755:
+ * Layout of UMCG_SCX_PIN_DIR (/sys/fs/bpf/umcg), mode 0755.  Modes by kind
+ * of pin (enum umcg_scx_pin_kind); USE pins follow the load's access
+ * (struct umcg_scx_access, "umcgctl load --group GROUP | --users"):
  *
- *   link        0600  the struct_ops link.  While it is pinned the
- *                     scheduler stays registered; BPF_LINK_DETACH on it
- *                     unregisters it.  Whoever can open it can unload the
- *                     scheduler, so root only.
- *   stats       0444  PERCPU_ARRAY, struct umcg_scx_stats per CPU
- *   task_stats  0444  TASK_STORAGE, struct umcg_scx_task_stats; key: a
- *                     pidfd of the thread
- *   exit_info   0444  ARRAY, struct umcg_scx_exit_info: why the scheduler
- *                     stopped, kept after the kernel ejected it
- *   ctl         0600  ARRAY, struct umcg_scx_ctl: root's requests (the
- *                     ejection test hook)
- *   shared      0666  the enforcer's mmapable ARRAY, struct
- *                     umcg_scx_shared (umcg_scx_enforce.h), only with
- *                     UMCG_SCX_ENFORCE.  Frozen at load (BPF_MAP_FREEZE):
- *                     no descriptor can update it or map it writable, so
- *                     it is read-only for every process although the pin
- *                     is 0666.  It has to be: a BPF_F_RDONLY descriptor
- *                     cannot be mmapped at all, because mmap drops
- *                     VM_SHARED for a file opened without write access and
- *                     BPF refuses a mapping without it (-EINVAL on 7.3).
- *   wake        0600  the enforcer's doorbell, a RINGBUF
- *                     (UMCG_SCX_WAKE_RING_SZ in umcg_scx_enforce.h), only
- *                     with UMCG_SCX_ENFORCE: libumcg's servers sleep in
- *                     poll() on it and drain it (its consumer page is
- *                     writable, so root only, like the commands).
- *   enf_timer   0600  the enforcer's timer (heartbeat, hold release), only
- *                     with UMCG_SCX_ENFORCE, pinned for the user reference
- *                     a map with a timer needs: the kernel frees its
- *                     timers when no process and no pin holds it.
+ *                     kind    root   group GROUP   users
+ *   link              -       0600   0600          0600
+ *   stats, task_stats,
+ *   exit_info         PUBLIC  0444   0444          0444
+ *   ctl, enf_timer    ROOT    0600   0600          0600
+ *   umcg_register, umcg_pick,
+ *   umcg_unregister,
+ *   umcg_poke         USE_R   0600   0640 root:G   0644
+ *   shared, wake      USE_RW  0600   0660 root:G   0666
+ *
+ *   link        the struct_ops link.  While it is pinned the scheduler
+ *               stays registered; BPF_LINK_DETACH on it unregisters it.
+ *               Whoever can open it can unload the scheduler, so root only.
+ *   stats       PERCPU_ARRAY, struct umcg_scx_stats per CPU
+ *   task_stats  TASK_STORAGE, struct umcg_scx_task_stats; key: a pidfd of
+ *               the thread
+ *   exit_info   ARRAY, struct umcg_scx_exit_info: why the scheduler
+ *               stopped, kept after the kernel ejected it
+ *   ctl         ARRAY, struct umcg_scx_ctl: root's requests (the ejection
+ *               test hook)
+ *   shared      the enforcer's mmapable ARRAY, struct umcg_scx_shared
+ *               (umcg_scx_enforce.h), only with UMCG_SCX_ENFORCE.  Frozen
+ *               at load (BPF_MAP_FREEZE): no descriptor can update it or
+ *               map it writable, so it is read-only for every process
+ *               although its users open it read-write.  They must: a
+ *               BPF_F_RDONLY descriptor cannot be mmapped at all, because
+ *               mmap drops VM_SHARED for a file opened without write access
+ *               and bpf_map_mmap() refuses a mapping without it (-EINVAL).
+ *   wake        the enforcer's doorbell, a RINGBUF (UMCG_SCX_WAKE_RING_SZ
+ *               in umcg_scx_enforce.h), only with UMCG_SCX_ENFORCE:
+ *               libumcg's servers sleep in poll() on it and drain it, so
+ *               its users map its consumer page writable: read-write.
+ *   enf_timer   the enforcer's timer (heartbeat, hold release), only with
+ *               UMCG_SCX_ENFORCE, pinned for the user reference a map with
+ *               a timer needs: the kernel frees its timers when no process
+ *               and no pin holds it.
  *   umcg_register, umcg_pick, umcg_unregister, umcg_poke
- *               0600  the enforcer's SEC("syscall") commands
- *                     (umcg_scx_enforce.h), only with UMCG_SCX_ENFORCE,
- *                     for libumcg's scx backend, which opens them with
- *                     BPF_OBJ_GET and runs them with BPF_PROG_TEST_RUN.
- *                     Root only for now: the commands check who calls
- *                     them, but whether unprivileged BPF_PROG_TEST_RUN of
- *                     a syscall program works is not settled yet.
+ *               the enforcer's SEC("syscall") commands (umcg_scx_enforce.h),
+ *               only with UMCG_SCX_ENFORCE, for libumcg's scx backend,
+ *               which opens them with BPF_OBJ_GET and BPF_F_RDONLY (a
+ *               program's descriptor is read-write whatever the flags:
+ *               bpf_obj_get_user()) and runs them with BPF_PROG_TEST_RUN,
+ *               which checks no capability.  The commands check who calls
+ *               them: a caller registers itself only, in its own process's
+ *               group, and picks and pokes only its own process's threads.
+ *
+ * Documentation/scx.rst, Permissions, has the kernel's rules behind these
+ * modes, verified on Debian's 7.3.
  *
  * The link pin is the mark of "loaded by umcgctl": the maps are pinned
  * first and the link last, and unloading removes the link first.  A
@@ -49,14 +62,16 @@
  * The pins outlive the scheduler: when the kernel ejects it (watchdog,
  * runtime error, SysRq-S), exit_info says why until "umcgctl unload".
  *
- * Unprivileged readers open the 0444 maps read-only (BPF_OBJ_GET with
- * BPF_F_RDONLY).  That needs search permission on every directory on the
- * way, so umcg_scx_bpffs_prepare() gives others search (not read)
- * permission on the bpffs root, which systemd mounts 0700, and the kernel
- * must allow BPF_OBJ_GET and map lookups without CAP_BPF.  Current kernels
- * do, even with kernel.unprivileged_bpf_disabled set, which only blocks
- * creating maps and loading programs (verified on Debian's 7.3 by the
- * guest test scx_loader; see Documentation/umcgctl.md, PERMISSIONS).
+ * Unprivileged processes open the PUBLIC maps read-only (BPF_OBJ_GET with
+ * BPF_F_RDONLY), and the USE pins as above when the access lets them.
+ * That needs search permission on every directory on the way, so
+ * umcg_scx_bpffs_prepare() gives others search (not read) permission on
+ * the bpffs root, which systemd mounts 0700.  The sysctl
+ * kernel.unprivileged_bpf_disabled blocks only creating maps and loading
+ * programs (map_create(), bpf_prog_load()), not BPF_OBJ_GET, lookups,
+ * mmap or BPF_PROG_TEST_RUN.  The default is root only: a user let in can
+ * take every slot and group of the machine and freeze the doorbell, though
+ * not touch another process's threads (Documentation/scx.rst).
  *
  * Functions return 0 or -errno unless said otherwise; @dir is the pin
  * directory, normally UMCG_SCX_PIN_DIR.
@@ -84,14 +99,39 @@
 #define UMCG_SCX_PIN_DIR_MODE	0755
 #define UMCG_SCX_PIN_LINK_MODE	0600
 
+/* What a pin is for, which decides its mode (table above). */
+enum umcg_scx_pin_kind {
+	UMCG_SCX_PIN_ROOT,	/* root's: 0600 */
+	UMCG_SCX_PIN_PUBLIC,	/* read-only for everyone: 0444 */
+	UMCG_SCX_PIN_USE_R,	/* read by the users of the scheduler */
+	UMCG_SCX_PIN_USE_RW,	/* read and written by them */
+};
+
+/* Who may use the scheduler: run libumcg's scx backend on it. */
+enum umcg_scx_users {
+	UMCG_SCX_USERS_ROOT,	/* root only: the default */
+	UMCG_SCX_USERS_GROUP,	/* root and the members of one group */
+	UMCG_SCX_USERS_ALL,	/* every user */
+};
+
 /**
- * struct umcg_scx_pin_spec - one pinned map
- * @name: the map's name in umcg.bpf.c, also the pin's file name
- * @mode: the pin's permission bits
+ * struct umcg_scx_access - who may use a pinned scheduler
+ * @users: whom the USE pins let in
+ * @gid:   the group, with UMCG_SCX_USERS_GROUP
+ */
+struct umcg_scx_access {
+	enum umcg_scx_users	users;
+	gid_t			gid;
+};
+
+/**
+ * struct umcg_scx_pin_spec - one pinned map or program
+ * @name: its name in umcg.bpf.c, also the pin's file name
+ * @kind: what it is for, which decides its mode
  */
 struct umcg_scx_pin_spec {
-	const char	*name;
-	mode_t		mode;
+	const char		*name;
+	enum umcg_scx_pin_kind	kind;
 };
 
 /* The maps that umcg_scx_pin() pins; the array ends with a NULL name. */
@@ -99,14 +139,36 @@ extern const struct umcg_scx_pin_spec umcg_scx_pinned_maps[];
 /* The programs it pins (by program name); ends with a NULL name. */
 extern const struct umcg_scx_pin_spec umcg_scx_pinned_progs[];
 
+/* The permission bits of a pin of @kind under @acc (NULL: root only). */
+mode_t umcg_scx_pin_mode(enum umcg_scx_pin_kind kind,
+			 const struct umcg_scx_access *acc);
+
+/*
+ * Give pin @path its owner root, its group (@acc's for a USE pin with
+ * UMCG_SCX_USERS_GROUP) and umcg_scx_pin_mode(); the group first, so the
+ * pin is never open to the wrong group.  Root only.
+ */
+int umcg_scx_pin_set_access(const char *path, enum umcg_scx_pin_kind kind,
+			    const struct umcg_scx_access *acc);
+
+/*
+ * Who may use the scheduler pinned at @dir, from the modes of its USE
+ * pins: everyone when each lets others in, a group when each lets that
+ * group in, else root only.  Any user may ask (stat() only).  -ENOENT: no
+ * USE pins (nothing pinned, or a scheduler without the enforcer).
+ */
+int umcg_scx_pinned_access(const char *dir, struct umcg_scx_access *acc);
+
 struct bpf_object;
 
 /*
  * Pin umcg_scx_pinned_progs of @obj (the loaded scheduler) into @dir, for
- * umcg_scx_pin(), before the link.  -ENOENT: a program is missing.  Pins
- * made before an error stay: the caller removes @dir.
+ * umcg_scx_pin(), before the link, with the modes of @acc.  -ENOENT: a
+ * program is missing.  Pins made before an error stay: the caller removes
+ * @dir.
  */
-int umcg_scx_pin_progs(struct bpf_object *obj, const char *dir);
+int umcg_scx_pin_progs(struct bpf_object *obj, const char *dir,
+		       const struct umcg_scx_access *acc);
 
 /* Report of umcg_scx_bpffs_prepare(): what it changed on the system. */
 #define UMCG_SCX_BPFFS_MOUNTED	0x1	/* mounted bpffs on the parent */

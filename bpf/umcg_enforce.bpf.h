@@ -1054,9 +1054,15 @@ int umcg_register(struct umcg_scx_register_args *args)
 		if (server_tid || cpu >= UMCG_SCX_MAX_CPUS ||
 		    cpu >= scx_bpf_nr_cpu_ids())
 			return -EINVAL;
-		/* A sleepable program reads cpus_ptr under RCU. */
+		/*
+		 * The caller's affinity, cpus_mask, not cpus_ptr: the command
+		 * runs with migration disabled (bpf_prog_run_pin_on_cpu()),
+		 * and a caller preempted meanwhile has cpus_ptr narrowed to
+		 * the CPU it runs on (migrate_disable_switch()).  A sleepable
+		 * program reads it under RCU.
+		 */
 		bpf_rcu_read_lock();
-		allowed = bpf_cpumask_test_cpu(cpu, cur->cpus_ptr);
+		allowed = bpf_cpumask_test_cpu(cpu, &cur->cpus_mask);
 		bpf_rcu_read_unlock();
 		if (!allowed)
 			return -EINVAL;

@@ -81,13 +81,22 @@
  * reserve and register; the thread then runs as a plain thread
  * (umcg_thread_start()'s failure path).
  *
- * The pins of the programs are root-only (0600) for now, so the backend
- * needs root.  A forked child does not inherit the backend's state.
+ * Pins (bpf/scx_pin.h).  Each is opened with the least access it needs:
+ * the programs with BPF_F_RDONLY (BPF_OBJ_GET of a program needs only
+ * read permission on its pin with that flag, and the descriptor can run
+ * it all the same); "shared" and "wake" read-write, because mmap() of a
+ * map needs a descriptor with write access even for a read-only mapping
+ * (shared is frozen, so nothing can write it anyway) and the doorbell's
+ * consumer position is written.  Whether this process may open them is
+ * up to "umcgctl load" (root only by default, --group GROUP, --users);
+ * when it may not, probe fails and says whom the load let in.  A forked
+ * child does not inherit the backend's state.
  *
  * Lock order: group->threads_lock, then scx.lock, then core->lock.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <linux/bpf.h>
 #include <poll.h>
@@ -96,6 +105,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,7 +118,8 @@
 #endif
 
 #define SCX_SYSFS		"/sys/kernel/sched_ext"
-#define SCX_PIN_DIR		"/sys/fs/bpf/umcg"
+#define SCX_BPFFS		"/sys/fs/bpf"
+#define SCX_PIN_DIR		SCX_BPFFS "/umcg"
 /* How long a worker's registration waits for the servers to register. */
 #define SCX_SERVER_WAIT_NS	(10ULL * 1000 * 1000 * 1000)
 /* How often a looping server checks that the scheduler is still there. */
@@ -211,8 +222,8 @@ static long scx_bpf(int cmd, union bpf_attr *attr)
 	return syscall(SYS_bpf, cmd, attr, sizeof(*attr));
 }
 
-/* A descriptor of pin @name, or -errno. */
-static int scx_obj_get(const char *name)
+/* A descriptor of pin @name, opened with BPF_OBJ_GET @flags, or -errno. */
+static int scx_obj_get(const char *name, uint32_t flags)
 {
 	char path[128];
 	union bpf_attr a;
@@ -221,6 +232,7 @@ static int scx_obj_get(const char *name)
 	snprintf(path, sizeof(path), SCX_PIN_DIR "/%s", name);
 	memset(&a, 0, sizeof(a));
 	a.pathname = (uint64_t)(uintptr_t)path;
+	a.file_flags = flags;
 	fd = scx_bpf(BPF_OBJ_GET, &a);
 	return fd < 0 ? -errno : (int)fd;
 }
@@ -286,23 +298,80 @@ static int scx_check_loaded(const char **why)
 	return 0;
 }
 
+/*
+ * Why pin @name cannot be opened (-@err), into @buf: for a permission
+ * error, whom "umcgctl load" let in, read from the pin's mode and group.
+ */
+static void scx_pin_why(char *buf, size_t len, const char *name, int err)
+{
+	char path[128], grbuf[1024], who[160];
+	struct group gr, *grp = NULL;
+	struct stat st;
+
+	snprintf(path, sizeof(path), SCX_PIN_DIR "/%s", name);
+	if (err == -EPERM) {
+		snprintf(buf, len, "%s: %s: the kernel or a security module "
+			 "refuses bpf() to this process", path, strerror(-err));
+		return;
+	}
+	if (err == -ENOENT) {
+		snprintf(buf, len, "%s: %s (loaded without the enforcer, or not "
+			 "by umcgctl load?)", path, strerror(-err));
+		return;
+	}
+	if (err != -EACCES) {
+		snprintf(buf, len, "%s: %s", path, strerror(-err));
+		return;
+	}
+	if (stat(path, &st)) {
+		snprintf(buf, len, "%s: permission denied: a directory on the way "
+			 "is not searchable (umcgctl load gives others search "
+			 "permission on " SCX_BPFFS ")", path);
+		return;
+	}
+	if (!(st.st_mode & 0077)) {
+		snprintf(buf, len, "%s: permission denied: the scheduler was loaded "
+			 "for root only; see umcgctl load --group GROUP or --users",
+			 path);
+		return;
+	}
+	if (st.st_mode & 0070) {
+		getgrgid_r(st.st_gid, &gr, grbuf, sizeof(grbuf), &grp);
+		if (grp)
+			snprintf(who, sizeof(who), "group %s (gid %u)", grp->gr_name,
+				 (unsigned int)st.st_gid);
+		else
+			snprintf(who, sizeof(who), "gid %u", (unsigned int)st.st_gid);
+		snprintf(buf, len, "%s: permission denied: the scheduler was loaded "
+			 "for root and %s, which this process is not in; see "
+			 "umcgctl load --group", path, who);
+		return;
+	}
+	snprintf(buf, len, "%s: permission denied (mode %04o)", path,
+		 (unsigned int)(st.st_mode & 07777));
+}
+
+/* The programs, with the flags scx_open() opens them with. */
+static int scx_prog_get(int prog)
+{
+	return scx_obj_get(scx_prog_names[prog], BPF_F_RDONLY);
+}
+
 static int scx_probe(const char **why)
 {
-	static char msg[200];
+	static char msg[512];
 	int ret, fd;
 
 	ret = scx_check_loaded(why);
 	if (ret)
 		return ret;
-	for (int i = 0; i < SCX_NR_PROGS; i++) {
-		fd = scx_obj_get(scx_prog_names[i]);
+	/* What scx_open() needs, opened as it opens it. */
+	for (int i = 0; i <= SCX_NR_PROGS; i++) {
+		const char *name = i < SCX_NR_PROGS ? scx_prog_names[i] : "shared";
+
+		fd = i < SCX_NR_PROGS ? scx_prog_get(i) : scx_obj_get(name, 0);
 		if (fd < 0) {
-			snprintf(msg, sizeof(msg), SCX_PIN_DIR "/%s: %s%s",
-				 scx_prog_names[i], strerror(-fd),
-				 fd == -EACCES || fd == -EPERM ?
-				 " (the pins are root-only)" :
-				 fd == -ENOENT ? " (loaded without the enforcer, "
-				 "or not by umcgctl load?)" : "");
+			scx_pin_why(msg, sizeof(msg), name, fd);
 			*why = msg;
 			return -ENODEV;
 		}
@@ -320,7 +389,8 @@ static void scx_open_doorbell(long page)
 	void *cons, *prod;
 	int fd;
 
-	fd = scx_obj_get("wake");
+	/* Read-write: the consumer page is mapped writable. */
+	fd = scx_obj_get("wake", 0);
 	if (fd < 0)
 		return;
 	cons = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -360,13 +430,14 @@ static int scx_open(void)
 	if (scx.open)
 		return 0;
 	for (i = 0; i < SCX_NR_PROGS; i++) {
-		fds[i] = scx_obj_get(scx_prog_names[i]);
+		fds[i] = scx_prog_get(i);
 		if (fds[i] < 0) {
 			ret = fds[i];
 			goto out_progs;
 		}
 	}
-	sfd = scx_obj_get("shared");
+	/* Read-write: mmap() needs it, although the map is frozen. */
+	sfd = scx_obj_get("shared", 0);
 	if (sfd < 0) {
 		ret = sfd;
 		goto out_progs;

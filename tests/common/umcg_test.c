@@ -153,3 +153,19 @@ int umcg_test_scx_put(void)
 {
 	return umcg_test_umcgctl("unload", true) ? -EIO : 0;
 }
+
+size_t umcg_test_read_all(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+	ssize_t r;
+
+	while (n < len - 1 && (r = read(fd, buf + n, len - 1 - n)) != 0) {
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			break;
+		n += r;
+	}
+	buf[n] = '\0';
+	return n;
+}

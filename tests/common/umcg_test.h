@@ -65,4 +65,10 @@ const char *umcg_test_scx_get(bool *loaded);
 /* "umcgctl unload" (what umcg_test_scx_get() loaded).  0 or -EIO. */
 int umcg_test_scx_put(void);
 
+/*
+ * Read @fd until end of file, or until @buf (@len bytes, @len > 0) is
+ * full but for a NUL, which ends what was read.  Returns the bytes read.
+ */
+size_t umcg_test_read_all(int fd, char *buf, size_t len);
+
 #endif /* UMCG_TEST_H */

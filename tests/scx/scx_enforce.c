@@ -468,7 +468,7 @@ TEST_F_TIMEOUT(enf, shared_map_is_read_only, 60)
 	unlink(path);
 	ASSERT_EQ(0, bpf_obj_pin(umcg_scx_obj_fd(self->s, "shared"), path))
 		TH_LOG("pin: %m");
-	/* As scx_pin.c pins it: frozen, so 0666 is harmless. */
+	/* As "umcgctl load --users" pins it: frozen, so 0666 is harmless. */
 	ASSERT_EQ(0, chmod(path, 0666));
 	child = fork();
 	ASSERT_LE(0, child);

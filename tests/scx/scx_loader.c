@@ -37,6 +37,7 @@
 
 #include "kselftest_harness.h"
 #include "scx_loader.h"
+#include "umcg_test.h"
 #include <uapi/umcg.h>
 
 #ifndef SCHED_EXT
@@ -83,8 +84,6 @@ static int ctl_as(uid_t uid, char *out, ...)
 {
 	char *argv[16] = { UMCGCTL_PATH };
 	int fds[2], argc = 1, status;
-	size_t n = 0;
-	ssize_t r;
 	va_list ap;
 	pid_t pid;
 
@@ -112,14 +111,7 @@ static int ctl_as(uid_t uid, char *out, ...)
 		_exit(127);
 	}
 	close(fds[1]);
-	while (n < OUT_LEN - 1 && (r = read(fds[0], out + n, OUT_LEN - 1 - n)) != 0) {
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			break;
-		n += r;
-	}
-	out[n] = '\0';
+	umcg_test_read_all(fds[0], out, OUT_LEN);
 	close(fds[0]);
 	if (waitpid(pid, &status, 0) < 0)
 		return -errno;

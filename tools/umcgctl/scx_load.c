@@ -24,14 +24,21 @@
 #define EJECT_WAIT_MS	5000
 
 static const char load_usage[] =
-"Usage: umcgctl load [--slice-us US] [--timeout-ms MS] [-v]\n"
+"Usage: umcgctl load [--group GROUP | --users] [--slice-us US] [--timeout-ms MS]\n"
+"                    [-v]\n"
 "\n"
 "Load the umcg sched_ext scheduler (\"" UMCG_SCX_OPS_NAME "\") in partial mode and leave it\n"
 "attached: only threads with policy SCHED_EXT are scheduled by it.  It stays\n"
-"until \"umcgctl unload\", a reboot, or the kernel ejects it.  Its link and\n"
-"maps are pinned in " UMCG_SCX_PIN_DIR ", on the bpffs at " UMCG_SCX_BPFFS "\n"
+"until \"umcgctl unload\", a reboot, or the kernel ejects it.  Its link, maps\n"
+"and commands are pinned in " UMCG_SCX_PIN_DIR ", on the bpffs at " UMCG_SCX_BPFFS "\n"
 "(mounted if missing); unprivileged processes may open its stats, task_stats\n"
 "and exit_info maps read-only.\n"
+"\n"
+"Who may use it (run libumcg's scx backend on it) is root only unless one of\n"
+"these is given; to change it, unload and load again:\n"
+"  -g, --group=GROUP      root and the members of GROUP (a name or a number)\n"
+"  -u, --users            every user\n"
+"Unloading, ejecting and the scheduler's control map stay root's.\n"
 "\n"
 "  -l, --slice-us=US      time slice (default: the kernel's, 20000)\n"
 "  -t, --timeout-ms=MS    watchdog: eject the scheduler when a runnable thread\n"
@@ -39,9 +46,10 @@ static const char load_usage[] =
 "  -v, --verbose          print libbpf's debug messages\n"
 "  -h, --help             print this help\n"
 "\n"
-"Exit status: 0 loaded; 1 failed; 2 bad arguments; 3 already loaded (also\n"
-"after the kernel ejected it: \"umcgctl unload\" first); 4 another sched_ext\n"
-"scheduler is loaded; 5 not root; 6 the kernel has no sched_ext.\n";
+"Exit status: 0 loaded; 1 failed; 2 bad arguments (also an unknown GROUP);\n"
+"3 already loaded (also after the kernel ejected it: \"umcgctl unload\"\n"
+"first); 4 another sched_ext scheduler is loaded; 5 not root; 6 the kernel\n"
+"has no sched_ext.\n";
 
 static const char unload_usage[] =
 "Usage: umcgctl unload\n"
@@ -86,7 +94,8 @@ static int check_privileged(const char *cmd)
 }
 
 /* Attach and pin; the caller holds the lock and found sched_ext free. */
-static int load_locked(const struct umcg_scx_opts *opts)
+static int load_locked(const struct umcg_scx_opts *opts,
+		       const struct umcg_scx_access *acc)
 {
 	char busy[512];
 	struct scx_view v;
@@ -111,7 +120,7 @@ static int load_locked(const struct umcg_scx_opts *opts)
 		umcgctl_err("load", "cannot attach the scheduler: %s", strerror(-ret));
 		return UMCGCTL_FAILED;
 	}
-	ret = umcg_scx_pin(s, UMCG_SCX_PIN_DIR);
+	ret = umcg_scx_pin(s, UMCG_SCX_PIN_DIR, acc);
 	if (ret) {
 		/* Closing detaches: nothing stays behind. */
 		umcg_scx_close(s);
@@ -126,6 +135,8 @@ static int load_locked(const struct umcg_scx_opts *opts)
 int umcgctl_load(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "group",	required_argument,	NULL, 'g' },
+		{ "users",	no_argument,		NULL, 'u' },
 		{ "slice-us",	required_argument,	NULL, 'l' },
 		{ "timeout-ms",	required_argument,	NULL, 't' },
 		{ "verbose",	no_argument,		NULL, 'v' },
@@ -133,6 +144,9 @@ int umcgctl_load(int argc, char **argv)
 		{ 0 }
 	};
 	struct umcg_scx_opts opts = { .timeout_ms = UMCG_SCX_TIMEOUT_MS_DFL };
+	struct umcg_scx_access acc = { .users = UMCG_SCX_USERS_ROOT };
+	char who[128];
+	bool who_given = false;
 	unsigned long long val, slice_us = 0;
 	char text[UMCG_SCX_EXIT_MSG_LEN + 512];
 	unsigned int did;
@@ -141,8 +155,26 @@ int umcgctl_load(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:l:t:vh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:g:ul:t:vh", longopts, NULL)) != -1) {
 		switch (c) {
+		case 'g':
+		case 'u':
+			if (who_given) {
+				umcgctl_err("load", "give one of --group and --users, once");
+				return UMCGCTL_USAGE;
+			}
+			who_given = true;
+			if (c == 'u') {
+				acc.users = UMCG_SCX_USERS_ALL;
+				break;
+			}
+			if (umcgctl_parse_group(optarg, &acc.gid)) {
+				umcgctl_err("load", "bad --group '%s': no such group in "
+					    "the group database", optarg);
+				return UMCGCTL_USAGE;
+			}
+			acc.users = UMCG_SCX_USERS_GROUP;
+			break;
 		case 'l':
 			/* At most an hour: the kernel takes any u64 of ns. */
 			if (umcgctl_parse_uint(optarg, 1, 3600ULL * 1000 * 1000, &val)) {
@@ -227,7 +259,7 @@ int umcgctl_load(int argc, char **argv)
 				    strerror(-ret));
 			ret = UMCGCTL_FAILED;
 		} else {
-			ret = load_locked(&opts);
+			ret = load_locked(&opts, &acc);
 		}
 	}
 	close(lock);
@@ -241,6 +273,9 @@ int umcgctl_load(int argc, char **argv)
 		printf("umcgctl: loaded \"%s\" (slice: kernel default, watchdog %u ms), "
 		       "pinned at %s\n", UMCG_SCX_OPS_NAME, opts.timeout_ms,
 		       UMCG_SCX_PIN_DIR);
+	scx_access_text(&acc, who, sizeof(who));
+	printf("umcgctl: usable by %s%s\n", who, acc.users == UMCG_SCX_USERS_ROOT ?
+	       " (\"umcgctl load --group GROUP\" or \"--users\" lets others use it)" : "");
 	return UMCGCTL_OK;
 }
 

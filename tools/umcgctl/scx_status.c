@@ -17,8 +17,9 @@
 static const char status_usage[] =
 "Usage: umcgctl status\n"
 "\n"
-"Print the sched_ext state (/sys/kernel/sched_ext/state and root/ops) and\n"
-"whether the umcg scheduler is loaded by \"umcgctl load\".  When the kernel\n"
+"Print the sched_ext state (/sys/kernel/sched_ext/state and root/ops),\n"
+"whether the umcg scheduler is loaded by \"umcgctl load\", and who may use it\n"
+"(root only, a group, every user: \"umcgctl load --help\").  When the kernel\n"
 "ejected it (watchdog, runtime error, SysRq-S), print the exit kind, code,\n"
 "reason and message that the scheduler recorded, and what to do.\n"
 "\n"
@@ -53,6 +54,28 @@ static const char *open_hint(int err)
 		return " (no permission on the pin or a directory on its way: "
 		       "run as root, or \"umcgctl load\" again)";
 	return "";
+}
+
+/* The "users:" line: who may run libumcg on the pinned scheduler. */
+static void print_users(void)
+{
+	struct umcg_scx_access acc;
+	char who[128];
+	int ret;
+
+	ret = umcg_scx_pinned_access(UMCG_SCX_PIN_DIR, &acc);
+	if (ret == -ENOENT) {
+		printf("users:      none: built without the enforcer, libumcg "
+		       "cannot use it\n");
+		return;
+	}
+	if (ret) {
+		printf("users:      unknown: %s\n", strerror(-ret));
+		return;
+	}
+	scx_access_text(&acc, who, sizeof(who));
+	printf("users:      %s%s\n", who, acc.users == UMCG_SCX_USERS_ROOT ?
+	       " (\"umcgctl load --group GROUP\" or \"--users\" lets others use it)" : "");
 }
 
 int umcgctl_status(int argc, char **argv)
@@ -100,6 +123,7 @@ int umcgctl_status(int argc, char **argv)
 	}
 	if (scx_view_running(&v)) {
 		printf("umcg:       loaded, running (pinned at %s)\n", UMCG_SCX_PIN_DIR);
+		print_users();
 		if (strcmp(v.ops, UMCG_SCX_OPS_NAME) || strcmp(v.state, "enabled"))
 			printf("note:       sysfs does not show \"%s\" enabled yet: "
 			       "it is being loaded or ejected\n", UMCG_SCX_OPS_NAME);

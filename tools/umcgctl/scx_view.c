@@ -5,6 +5,7 @@
  * exit; and the words for it.
  */
 #include <errno.h>
+#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,6 +57,42 @@ void scx_busy_text(const struct scx_view *v, char *buf, size_t len)
 		snprintf(buf, len, "another sched_ext scheduler is loaded: \"%s\" "
 			 "(state %s); only one can be loaded, unload it first",
 			 ops, v->state);
+}
+
+void scx_access_text(const struct umcg_scx_access *acc, char *buf, size_t len)
+{
+	struct group *gr;
+
+	switch (acc->users) {
+	case UMCG_SCX_USERS_ALL:
+		snprintf(buf, len, "every user");
+		break;
+	case UMCG_SCX_USERS_GROUP:
+		gr = getgrgid(acc->gid);
+		if (gr)
+			snprintf(buf, len, "root and group %s (gid %u)", gr->gr_name,
+				 (unsigned int)acc->gid);
+		else
+			snprintf(buf, len, "root and gid %u", (unsigned int)acc->gid);
+		break;
+	default:
+		snprintf(buf, len, "root only");
+		break;
+	}
+}
+
+int umcgctl_parse_group(const char *arg, gid_t *gid)
+{
+	unsigned long long val;
+	struct group *gr;
+
+	gr = getgrnam(arg);
+	if (!gr && !umcgctl_parse_uint(arg, 0, (gid_t)-2, &val))
+		gr = getgrgid((gid_t)val);
+	if (!gr)
+		return -ENOENT;
+	*gid = gr->gr_gid;
+	return 0;
 }
 
 int umcgctl_parse_uint(const char *arg, unsigned long long min,

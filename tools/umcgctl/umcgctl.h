@@ -82,6 +82,12 @@ void scx_exit_text(const struct umcg_scx_exit_info *ei, char *buf, size_t len);
 /* Why sched_ext is taken, for refusals: names the loaded scheduler. */
 void scx_busy_text(const struct scx_view *v, char *buf, size_t len);
 
+/* "root only", "root and group NAME (gid N)", "every user" into @buf. */
+void scx_access_text(const struct umcg_scx_access *acc, char *buf, size_t len);
+
+/* The group named @arg, or numbered @arg, from the group database; -ENOENT. */
+int umcgctl_parse_group(const char *arg, gid_t *gid);
+
 /* Parse a decimal in [@min, @max]; 0 or -EINVAL. */
 int umcgctl_parse_uint(const char *arg, unsigned long long min,
 		       unsigned long long max, unsigned long long *val);
