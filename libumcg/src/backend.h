@@ -91,6 +91,10 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  *                     lasted too long is released, lest the watchdog eject
  *                     the scheduler); such a worker waits for its pick at
  *                     its next libumcg call
+ * @preempt_deferred:  optional: called by @self as it leaves libumcg; true
+ *                     when the kernel found @self's time slice used up
+ *                     while it was inside and let it run on (scx): it
+ *                     yields now (C6).  True once per such finding
  */
 struct umcg_backend_ops {
 	const char *name;
@@ -110,6 +114,7 @@ struct umcg_backend_ops {
 	void (*worker_unreserve)(struct umcg_group *g);
 	void (*worker_release)(struct umcg_group *g, struct umcg_thread *t);
 	void (*worker_gone)(struct umcg_group *g, struct umcg_thread *t);
+	bool (*preempt_deferred)(struct umcg_thread *self);
 	bool pin_by_waker;
 	bool kernel_moves;
 	bool runs_unpicked;
