@@ -8,8 +8,11 @@
  * writes the pipe and the scheduler publishes RUNNABLE and holds the
  * worker: it runs no user code for 300 ms; "umcg_pick" moves it to another
  * CPU, where it then runs.  Registration and pick validate their fields,
- * and refuse threads of another process.  A thread that never registers
- * keeps its policy and runs.  Skips on kernels without sched_ext and when
+ * and refuse threads of another process.  A worker registered with a time
+ * slice that spins is preempted at its slice's end: RUNNABLE |
+ * UMCG_TF_PREEMPT published, held until picked; with its in_lib word set
+ * it runs on, asked to yield.  A thread that never registers keeps its
+ * policy and runs.  Skips on kernels without sched_ext and when
  * the scheduler cannot be loaded.
  *
  * Needs the machine's sched_ext to itself and at least 2 CPUs.
