@@ -11,8 +11,9 @@
  * and refuse threads of another process.  A worker registered with a time
  * slice that spins is preempted at its slice's end: RUNNABLE |
  * UMCG_TF_PREEMPT published, held until picked; with its in_lib word set
- * it runs on, asked to yield.  A thread that never registers keeps its
- * policy and runs.  Skips on kernels without sched_ext and when
+ * it runs on, asked to yield; beside a fair-class spinner on its CPU it
+ * keeps running, for twice the watchdog's timeout, without an ejection.
+ * A thread that never registers keeps its policy and runs.  Skips on kernels without sched_ext and when
  * the scheduler cannot be loaded.
  *
  * Needs the machine's sched_ext to itself and at least 2 CPUs.
@@ -635,6 +636,7 @@ struct slice_ctx {
 	atomic_bool		pick_preempted;	/* the server picks those too */
 	atomic_ulong		spins;
 	atomic_bool		worker_stop;
+	atomic_bool		worker_done;
 	_Atomic __u32		in_lib;		/* the worker's in_lib word */
 };
 
@@ -702,7 +704,47 @@ static void *slice_worker_fn(void *arg)
 	while (!atomic_load(&x->worker_stop))
 		atomic_fetch_add(&x->spins, 1);
 	scx_set_ext(false);
+	atomic_store(&x->worker_done, true);
 	return NULL;
+}
+
+/*
+ * Start @x's server and worker on SERVER_CPU, the calling thread moved off
+ * it (a fair-class task queued there defers slice ends): the worker's
+ * slot, or -errno.
+ */
+static int slice_start(struct slice_ctx *x, pthread_t *server, pthread_t *worker)
+{
+	int ret = scx_pin_self(PICK_CPU);
+
+	if (ret)
+		return ret;
+	if (pthread_create(server, NULL, slice_server_fn, x))
+		return -EAGAIN;
+	while (!atomic_load(&x->server_tid))
+		usleep(1000);
+	ret = atomic_load(&x->server_ret);
+	if (ret)
+		return ret;
+	if (pthread_create(worker, NULL, slice_worker_fn, x))
+		return -EAGAIN;
+	while (!atomic_load(&x->worker_ret))
+		usleep(1000);
+	ret = atomic_load(&x->worker_ret);
+	if (ret != 1)
+		return ret;
+	return atomic_load(&x->slot) < UMCG_SCX_MAX_TASKS ? atomic_load(&x->slot) :
+							    -ERANGE;
+}
+
+/* Stop and join them (every hold of the worker picked back). */
+static void slice_stop(struct slice_ctx *x, pthread_t server, pthread_t worker)
+{
+	atomic_store(&x->pick_preempted, true);
+	atomic_store(&x->worker_stop, true);
+	pthread_join(worker, NULL);
+	atomic_store(&x->server_stop, true);
+	pthread_join(server, NULL);
 }
 
 /* Wait until @slot's published word, masked with @mask, is @want. */
@@ -736,24 +778,11 @@ TEST_F_TIMEOUT(enf, slice_end_preempts_and_holds, 90)
 	pthread_t server, worker;
 	unsigned long spins;
 	__u64 bns, seq;
-	cpu_set_t set;
 	int ret, slot;
 
-	/* This thread stays off the workers' CPU: a fair-class task there defers. */
-	CPU_ZERO(&set);
-	CPU_SET(PICK_CPU, &set);
-	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
 	enf_stats(self->s, &st0);
-	ASSERT_EQ(0, pthread_create(&server, NULL, slice_server_fn, &x));
-	while (!atomic_load(&x.server_tid))
-		usleep(1000);
-	ASSERT_EQ(0, atomic_load(&x.server_ret));
-	ASSERT_EQ(0, pthread_create(&worker, NULL, slice_worker_fn, &x));
-	while (!atomic_load(&x.worker_ret))
-		usleep(1000);
-	ASSERT_EQ(1, atomic_load(&x.worker_ret));
-	slot = atomic_load(&x.slot);
-	ASSERT_LT(slot, UMCG_SCX_MAX_TASKS);
+	slot = slice_start(&x, &server, &worker);
+	ASSERT_LE(0, slot) TH_LOG("start: %s", strerror(-slot));
 	ut = &c->sh->task[slot];
 
 	/* 1. Its slice ends: preempted, published, held. */
@@ -807,12 +836,87 @@ TEST_F_TIMEOUT(enf, slice_end_preempts_and_holds, 90)
 	ASSERT_LT(st1.cnt[UMCG_SCX_ENF_SLICE_DEFER], st0.cnt[UMCG_SCX_ENF_SLICE_DEFER]);
 	log_enf_stats(_metadata, self->s, "end");
 
-	atomic_store(&x.pick_preempted, true);
-	atomic_store(&x.worker_stop, true);
-	ASSERT_EQ(0, pthread_join(worker, NULL));
+	slice_stop(&x, server, worker);
+	ASSERT_FALSE(umcg_scx_exited(self->s));
+}
+
+/* A fair-class thread that spins on SERVER_CPU until @arg is set. */
+static void *fair_spin_fn(void *arg)
+{
+	atomic_bool *stop = arg;
+
+	if (scx_pin_self(SERVER_CPU))
+		return NULL;
+	while (!atomic_load_explicit(stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/*
+ * Pick @x's worker onto SERVER_CPU if it is held; true once it exited.
+ * For a test whose server has left.
+ */
+static bool slice_pick_held(struct slice_ctx *x)
+{
+	struct umcg_scx_pick_args pk = {
+		.tid = atomic_load(&x->worker_tid), .cpu = SERVER_CPU,
+	};
+	int slot = atomic_load(&x->slot);
+
+	if (atomic_load(&x->worker_done))
+		return true;
+	if ((x->c->sh->task[slot].state & UMCG_TASK_STATE_MASK) == UMCG_TASK_RUNNABLE)
+		scx_run_prog(x->c->pick_fd, &pk, sizeof(pk));
+	return false;
+}
+
+/*
+ * The same worker beside a fair-class thread that never sleeps on its CPU,
+ * for twice the watchdog's timeout.  sched_ext runs there only through the
+ * kernel's deadline server, which a hold after an empty pick would stop for
+ * good (umcg_enforce.bpf.h, c. and l.): its slice ends must not get the
+ * scheduler ejected, and it keeps running, also past one timeout.  Its
+ * server leaves first (a server held in sched_yield() is exactly what the
+ * deadline server cannot bear, c.); this thread picks any hold.
+ */
+TEST_F_TIMEOUT(enf, slice_end_beside_fair_spinner, 90)
+{
+	struct slice_ctx x = { .c = &self->c, .slot = -1, .pick_preempted = true };
+	struct umcg_scx_enf_stats st0, st1;
+	pthread_t server, worker, fair;
+	atomic_bool fair_stop = false;
+	unsigned long half = 0;
+	long long t0, now;
+	int slot;
+
+	slot = slice_start(&x, &server, &worker);
+	ASSERT_LE(0, slot) TH_LOG("start: %s", strerror(-slot));
 	atomic_store(&x.server_stop, true);
 	ASSERT_EQ(0, pthread_join(server, NULL));
+	enf_stats(self->s, &st0);
+	ASSERT_EQ(0, pthread_create(&fair, NULL, fair_spin_fn, &fair_stop));
+	t0 = scx_now_ns();
+	while ((now = scx_now_ns()) - t0 < 2LL * UMCG_SCX_TIMEOUT_MS_DFL * 1000000) {
+		if (!half && now - t0 >= UMCG_SCX_TIMEOUT_MS_DFL * 1000000LL)
+			half = atomic_load(&x.spins) + 1;
+		slice_pick_held(&x);
+		usleep(1000);
+	}
+	atomic_store(&fair_stop, true);
+	pthread_join(fair, NULL);
+	enf_stats(self->s, &st1);
+	log_enf_stats(_metadata, self->s, "end");
+	TH_LOG("worker: %lu spins in the first %d ms, %lu in all", half - 1,
+	       UMCG_SCX_TIMEOUT_MS_DFL, atomic_load(&x.spins));
+	atomic_store(&x.worker_stop, true);
+	while (!slice_pick_held(&x))
+		usleep(1000);
+	ASSERT_EQ(0, pthread_join(worker, NULL));
 	ASSERT_FALSE(umcg_scx_exited(self->s));
+	ASSERT_LT(half, atomic_load(&x.spins));
+	/* Its slices did end meanwhile. */
+	ASSERT_LT(st0.cnt[UMCG_SCX_ENF_SLICE_END] + st0.cnt[UMCG_SCX_ENF_SLICE_DEFER],
+		  st1.cnt[UMCG_SCX_ENF_SLICE_END] + st1.cnt[UMCG_SCX_ENF_SLICE_DEFER]);
 }
 
 static void *spin_fn(void *arg)
