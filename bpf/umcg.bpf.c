@@ -258,6 +258,11 @@ void UMCG_OPS(exit_task, struct task_struct *p, struct scx_exit_task_args *args)
 {
 	enf_exit_task(p);
 }
+
+void UMCG_OPS(tick, struct task_struct *p)
+{
+	enf_tick(p);
+}
 #endif
 
 void UMCG_OPS(quiescent, struct task_struct *p, u64 deq_flags)
@@ -356,6 +361,7 @@ struct sched_ext_ops umcg_ops = {
 #ifdef UMCG_SCX_ENFORCE
 	.runnable	= (void *)umcg_runnable,
 	.exit_task	= (void *)umcg_exit_task,
+	.tick		= (void *)umcg_tick,
 #endif
 	.enable		= (void *)umcg_enable,
 	.disable	= (void *)umcg_disable,

@@ -84,7 +84,8 @@
  *    global flag taken by another CPU's dispatch left the worker held
  *    (seen: a worker held 5.8 s with its CPU idle).
  *
- * g. A RUNNING worker that is preempted or whose slice ends goes to
+ * g. A RUNNING worker that is preempted or whose slice ends (without a
+ *    group time slice, see l.) goes to
  *    UMCG_SCX_DSQ_WORKER(cpu), not to the local DSQ, so that its CPU still
  *    calls dispatch and a due server heartbeat comes first; if nothing
  *    else wants the CPU (SCX_ENQ_LAST) it goes straight back to the local
@@ -136,7 +137,22 @@
  *    server held, so a poke that comes while the server runs is not lost
  *    when the server yields right after it looked.
  *
- * Not yet: switch (fused), park, time slice (C6), the policy queueing the
+ * l. Time slice (C6).  A worker registered with UMCG_SCX_REGISTER_SLICE
+ *    gets its group's slice at every insert; ops.tick marks it when it
+ *    finds that slice used up (slice_out), and as the worker leaves the
+ *    CPU, in its own context (the dispatch it calls, enf_keep_prev(), and
+ *    the enqueue that puts it back), it is preempted: published RUNNABLE |
+ *    UMCG_TF_PREEMPT (no new blocked_ns) and held as in d., also with
+ *    SCX_ENQ_LAST; its server hears of it as of a wake-up.  Not while its
+ *    in_lib word (bpf_probe_read_user(), as current) reads non-zero, nor
+ *    when fair-class tasks are queued and dispatch found nothing else (a
+ *    hold there would stop the deadline server, see c.): it runs on for
+ *    another slice, published RUNNING | UMCG_TF_PREEMPT with a new seq,
+ *    which asks it to yield when it leaves the library (enf_slice_end()).
+ *    UMCG_TF_PREEMPT is in the published word only, never in t->state
+ *    nor the slot's mirror.
+ *
+ * Not yet: switch (fused), park, the policy queueing the
  * next worker per core, clearing events (the map is read-only: the
  * library compares seq), pinned programs for unprivileged processes (the
  * program pins are root-only, scx_pin.h).
@@ -194,6 +210,10 @@ struct enf_task {
 	u32	tid;		/* the tid it registered with: its slot's key */
 	u32	doorbell;	/* server: sleeps, woken by the doorbell */
 	u64	held_ns;	/* worker: when it was held */
+	u64	slice_ns;	/* worker: its group's time slice; 0: none */
+	u64	in_lib;		/* worker: address of its in-library word */
+	u32	slice_out;	/* worker: a tick found its slice used up */
+	u32	pad;
 };
 
 struct enf_slot {
@@ -370,9 +390,10 @@ static __always_inline void enf_publish(struct enf_task *t, u32 state,
 	struct enf_slot *s = enf_slot_of(t);
 	struct umcg_task *ut;
 
-	t->state = state;
+	/* UMCG_TF_PREEMPT (time slice, see UMCG_SCX_REGISTER_SLICE): published only. */
+	t->state = state & UMCG_TASK_STATE_MASK;
 	if (s)
-		WRITE_ONCE(s->state, state);
+		WRITE_ONCE(s->state, state & UMCG_TASK_STATE_MASK);
 	if (!sh)
 		return;
 	ut = &sh->task[slot];
@@ -470,6 +491,82 @@ static __always_inline void enf_server_count(struct enf_task *t, int delta)
 		__sync_fetch_and_add(&c->nr_held, delta);
 }
 
+/*
+ * Time slice (C6): workers registered with UMCG_SCX_REGISTER_SLICE.  Their
+ * sched_ext slice is their group's (every insert of enf_enqueue(), kept
+ * by moves); ops.tick, which comes right after the kernel charged the
+ * running task, marks a worker whose slice it found used up (slice_out):
+ * a slice that a kick (SCX_KICK_PREEMPT zeroes it) or sched_yield() ended
+ * is no slice end.  What follows is decided in the worker's own context,
+ * by the dispatch that it called with the CPU (enf_keep_prev()) and by
+ * the enqueue that puts it back (enf_enqueue()): see
+ * UMCG_SCX_REGISTER_SLICE for what is published.
+ */
+#define ENF_SLICE_NONE		0	/* no slice end: schedule as ever */
+#define ENF_SLICE_DEFER		1	/* runs on, asked to yield (published) */
+#define ENF_SLICE_PREEMPT	2	/* to be held (enf_enqueue()) */
+
+/* ops.tick */
+static __always_inline void enf_tick(struct task_struct *p)
+{
+	struct enf_task *t;
+
+	if (p->scx.slice)
+		return;
+	t = enf_task_of(p);
+	if (t && t->role == ENF_ROLE_WORKER && t->slice_ns &&
+	    t->state == UMCG_TASK_RUNNING && !t->held)
+		t->slice_out = 1;
+}
+
+/*
+ * Is worker @p inside the code its in_lib word guards?  Read from the
+ * worker's own memory, so only when it is current (its dispatch and its
+ * enqueue from put_prev are); otherwise, or if the word cannot be read
+ * without a fault, assume it is: a preemption there could hold it with a
+ * lock its server needs, while a deferred one costs a slice.
+ */
+static __always_inline bool enf_in_lib(struct task_struct *p,
+				       struct enf_task *t)
+{
+	u32 v = 0;
+
+	if (!t->in_lib)
+		return false;
+	if ((u32)bpf_get_current_pid_tgid() != (u32)p->pid)
+		return true;
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)t->in_lib))
+		return true;
+	return v != 0;
+}
+
+/* Fair-class tasks are queued on the runqueue being dispatched for. */
+static __always_inline bool enf_fair_queued(void)
+{
+	struct rq *rq = scx_bpf_locked_rq ? scx_bpf_locked_rq() : NULL;
+
+	return rq && rq->cfs.h_nr_queued;
+}
+
+/*
+ * Worker @t (task @p) goes off its CPU: did its time slice end, and may it
+ * be held for that now?  @may_hold false: not now (see
+ * UMCG_SCX_REGISTER_SLICE): it is asked to yield instead.
+ */
+static __always_inline int enf_slice_end(struct task_struct *p,
+					 struct enf_task *t, bool may_hold)
+{
+	if (t->role != ENF_ROLE_WORKER || !t->slice_ns || !t->slice_out ||
+	    t->held || t->state != UMCG_TASK_RUNNING || p->scx.slice)
+		return ENF_SLICE_NONE;
+	if (may_hold && !enf_in_lib(p, t))
+		return ENF_SLICE_PREEMPT;
+	t->slice_out = 0;
+	enf_publish(t, UMCG_TASK_RUNNING | UMCG_TF_PREEMPT, ENF_TS_NONE, 0);
+	enf_stat(UMCG_SCX_ENF_SLICE_DEFER);
+	return ENF_SLICE_DEFER;
+}
+
 /* ---- sched_ext hooks; each returns false for threads that are not ours ---- */
 
 /* ops.select_cpu: a BLOCKED worker must not be inserted directly. */
@@ -493,6 +590,11 @@ static __always_inline bool enf_select_cpu(struct task_struct *p, s32 prev_cpu,
 			*cpu = pc - 1;
 		else
 			*cpu = prev_cpu;
+		return true;
+	}
+	/* No direct insert with the default slice: enqueue sets its own. */
+	if (t->slice_ns) {
+		*cpu = prev_cpu;
 		return true;
 	}
 	return false;
@@ -539,6 +641,8 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 
 	if (!t)
 		return false;
+	if (t->role == ENF_ROLE_WORKER && t->slice_ns)
+		slice = t->slice_ns;
 	if (t->role == ENF_ROLE_SERVER) {
 		u64 local = SCX_DSQ_LOCAL_ON | (t->cpu & (UMCG_SCX_MAX_CPUS - 1));
 
@@ -601,6 +705,24 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		u32 cpu = scx_bpf_task_cpu(p);
 
 		/*
+		 * Its time slice ended (C6): preempted, held like a woken
+		 * worker until the policy picks it, its server told.  A
+		 * worker asked to yield instead goes on below.
+		 */
+		if (!(enq_flags & SCX_ENQ_WAKEUP) &&
+		    enf_slice_end(p, t, true) == ENF_SLICE_PREEMPT) {
+			t->slice_out = 0;
+			t->held = 1;
+			t->held_ns = bpf_ktime_get_ns();
+			enf_publish(t, UMCG_TASK_RUNNABLE | UMCG_TF_PREEMPT,
+				    ENF_TS_NONE, 0);
+			enf_stat(UMCG_SCX_ENF_SLICE_END);
+			umcg_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
+					slice, enq_flags);
+			enf_server_news(t->cpu, SCX_KICK_PREEMPT);
+			return true;
+		}
+		/*
 		 * Nothing else wants its CPU: it keeps it (see g).  A wake-up
 		 * of a RUNNING worker (its sleep was not one the scheduler
 		 * holds) runs on the CPU it woke on.
@@ -635,6 +757,7 @@ static __always_inline void enf_quiescent(struct task_struct *p)
 	t = enf_task_of(p);
 	if (!t || t->role != ENF_ROLE_WORKER || t->state != UMCG_TASK_RUNNING)
 		return;
+	t->slice_out = 0;
 	cpu = bpf_get_smp_processor_id();
 	enf_publish(t, UMCG_TASK_BLOCKED, ENF_TS_BLOCKED, cpu);
 	enf_stat(UMCG_SCX_ENF_BLOCK);
@@ -726,11 +849,10 @@ static __always_inline void enf_rehold(struct enf_task *t)
  */
 static __always_inline bool enf_dispatch_contended(s32 cpu)
 {
-	struct rq *rq = scx_bpf_locked_rq ? scx_bpf_locked_rq() : NULL;
 	struct task_struct *p;
 	int g;
 
-	if (!rq || !rq->cfs.h_nr_queued)
+	if (!enf_fair_queued())
 		return false;
 	bpf_for(g, 0, UMCG_SCX_MAX_GROUPS) {
 		if (scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_GROUP(g)) <= 0)
@@ -780,6 +902,18 @@ static __always_inline void enf_keep_prev(struct task_struct *prev, u64 slice)
 	t = enf_task_of(prev);
 	if (t && t->role == ENF_ROLE_SERVER && !t->doorbell)
 		return;
+	if (t && t->role == ENF_ROLE_WORKER && t->slice_ns) {
+		/*
+		 * Its time slice ended: the enqueue that follows holds it.
+		 * Not with fair-class tasks queued here: the held worker
+		 * would keep this CPU's count of sched_ext tasks above 0
+		 * after an empty pick (see above), so it is asked to yield.
+		 */
+		if (enf_slice_end(prev, t, !enf_fair_queued()) ==
+		    ENF_SLICE_PREEMPT)
+			return;
+		slice = t->slice_ns;
+	}
 	scx_bpf_task_set_slice(prev, slice);
 }
 
@@ -1038,8 +1172,17 @@ int umcg_register(struct umcg_scx_register_args *args)
 	s32 g, slot, scpu;
 	u32 role;
 
-	if (args->reserved0 || args->reserved[0] || args->reserved[1])
+	if (args->reserved0)
 		return -EINVAL;
+	if (flags & UMCG_SCX_REGISTER_SLICE) {
+		/* A worker's only; the address is checked as it is read. */
+		if ((flags & ~UMCG_SCX_REGISTER_SLICE) != UMCG_REGISTER_WORKER ||
+		    !args->slice_ns || args->slice_ns > UMCG_SCX_SLICE_MAX_NS)
+			return -EINVAL;
+		flags &= ~UMCG_SCX_REGISTER_SLICE;
+	} else if (args->slice_ns || args->in_lib) {
+		return -EINVAL;
+	}
 	if (flags == UMCG_REGISTER_WORKER) {
 		if (cpu)
 			return -EINVAL;
@@ -1114,6 +1257,9 @@ int umcg_register(struct umcg_scx_register_args *args)
 	t->held_ns = 0;
 	t->tid = tid;
 	t->doorbell = !!(flags & UMCG_SCX_REGISTER_DOORBELL);
+	t->slice_ns = args->slice_ns;
+	t->in_lib = args->in_lib;
+	t->slice_out = 0;
 	t->state = UMCG_TASK_RUNNING;
 	if (role == ENF_ROLE_SERVER)
 		enf_server_count(t, 1);

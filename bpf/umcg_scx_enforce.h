@@ -74,7 +74,12 @@ struct umcg_scx_shared {
  *              server: 0
  * @cpu:        r: server: the CPU it serves (in its affinity); worker: 0
  * @reserved0:  must be zero
- * @reserved:   must be zero
+ * @slice_ns:   r: with UMCG_SCX_REGISTER_SLICE (worker only): its group's
+ *              time slice, 1 .. UMCG_SCX_SLICE_MAX_NS; else zero
+ * @in_lib:     r: with UMCG_SCX_REGISTER_SLICE: the address of a 32-bit
+ *              word of the caller's, non-zero while it runs code in which
+ *              it must not be preempted (libumcg: struct umcg_thread's
+ *              in_lib), or 0 for none; else zero
  * @slot:       w: the caller's slot: task[@slot] of struct umcg_scx_shared
  * @group:      w: the caller's group: events[@group]
  * @task_off:   w: offsetof the slot's struct umcg_task in the map value
@@ -85,19 +90,24 @@ struct umcg_scx_shared {
  * a server with a server_tid, a worker with a cpu, a cpu out of range or
  * outside the caller's affinity; -ESRCH server_tid is no registered server
  * of the caller's process; -EBUSY the caller is registered; -ENOSPC no slot
- * or group left; -ENOMEM no task storage.
+ * or group left; -ENOMEM no task storage.  UMCG_SCX_REGISTER_SLICE with a
+ * server, a @slice_ns out of range, or @slice_ns or @in_lib without the
+ * flag are -EINVAL.
  */
 struct umcg_scx_register_args {
 	__u32	flags;
 	__u32	server_tid;
 	__u32	cpu;
 	__u32	reserved0;
-	__u64	reserved[2];
+	__u64	slice_ns;
+	__u64	in_lib;
 	__u32	slot;
 	__u32	group;
 	__u64	task_off;
 	__u64	events_off;
 };
+_Static_assert(sizeof(struct umcg_scx_register_args) == 56,
+	       "struct umcg_scx_register_args is ABI");
 
 /**
  * struct umcg_scx_pick_args - context of the "umcg_pick" program
@@ -143,6 +153,25 @@ struct umcg_scx_pick_args {
  * doorbell for its news and never holds it.
  */
 #define UMCG_SCX_REGISTER_DOORBELL	(1U << 8)
+
+/*
+ * With UMCG_REGISTER_WORKER: the worker's group has a time slice (C6),
+ * @slice_ns.  The worker's sched_ext slice is that slice; when the kernel
+ * finds it used up on a tick (ops.tick: time on a CPU since the worker was
+ * last queued, not wall time) the worker is preempted: published
+ * UMCG_TASK_RUNNABLE | UMCG_TF_PREEMPT (no new blocked_ns), held like a
+ * woken worker until picked, its server's doorbell rung.  Not while the
+ * word at @in_lib reads non-zero, nor while fair-class threads are queued
+ * on its CPU with nothing else of sched_ext's to run there (a hold would
+ * stop the kernel's deadline server for sched_ext, see umcg_enforce.bpf.h
+ * c.): then it runs on for another slice, and its slot is published
+ * UMCG_TASK_RUNNING | UMCG_TF_PREEMPT with a new seq, a request to yield
+ * that the worker honours itself (once per seq) when it leaves the code
+ * @in_lib guards.
+ */
+#define UMCG_SCX_REGISTER_SLICE		(1U << 9)
+/* The longest slice: well under UMCG_SCX_HOLD_MAX_NS and the watchdog. */
+#define UMCG_SCX_SLICE_MAX_NS		(1000ULL * 1000 * 1000)
 
 /**
  * struct umcg_scx_unregister_args - context of the "umcg_unregister" program
@@ -199,7 +228,9 @@ struct umcg_scx_poke_args {
 #define UMCG_SCX_ENF_DOORBELL		13	/* the doorbell rang */
 #define UMCG_SCX_ENF_DOORBELL_FULL	14	/* the doorbell ring was full */
 #define UMCG_SCX_ENF_HOLD_CONTENDED	15	/* held worker run: fair class queued */
-#define UMCG_SCX_NR_ENF_STATS		16
+#define UMCG_SCX_ENF_SLICE_END		16	/* slice used up: preempted, held */
+#define UMCG_SCX_ENF_SLICE_DEFER	17	/* slice used up: asked to yield */
+#define UMCG_SCX_NR_ENF_STATS		18
 
 struct umcg_scx_enf_stats {
 	__u64	cnt[UMCG_SCX_NR_ENF_STATS];

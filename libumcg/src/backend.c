@@ -5,11 +5,9 @@
  * Auto-selection (no name, or "auto") takes the first backend of
  * umcg_backends[] whose probe succeeds: "scx" when our sched_ext
  * scheduler is enabled and this process can open its programs' pins,
- * else "kmod" (/dev/umcg), else "user"; for a group with a time slice,
- * none whose init would refuse it (no_time_slice).  A backend asked for
- * by name (cfg.backend or UMCG_BACKEND) that is not available fails with
- * -ENODEV and says why; auto-selection says nothing about the ones it
- * skipped.
+ * else "kmod" (/dev/umcg), else "user".  A backend asked for by name
+ * (cfg.backend or UMCG_BACKEND) that is not available fails with -ENODEV
+ * and says why; auto-selection says nothing about the ones it skipped.
  */
 #include <errno.h>
 #include <limits.h>
@@ -30,8 +28,7 @@ static const struct umcg_backend_ops *const umcg_backends[] = {
 	&umcg_backend_user,
 };
 
-int umcg_backend_select(const char *name, uint64_t time_slice_ns,
-			const struct umcg_backend_ops **ops)
+int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops)
 {
 	const char *why = NULL;
 	size_t i;
@@ -45,8 +42,6 @@ int umcg_backend_select(const char *name, uint64_t time_slice_ns,
 		const struct umcg_backend_ops *b = umcg_backends[i];
 
 		if (name && strcmp(name, b->name))
-			continue;
-		if (!name && time_slice_ns && b->no_time_slice)
 			continue;
 		if (b->probe(&why) == 0) {
 			*ops = b;

@@ -89,13 +89,15 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  *                     affinity first (the worker may resume in its own code,
  *                     not in libumcg, e.g. after the kernel made it wait)
  * @kernel_moves:      the kernel moves workers' words itself (UMCG_EV_MOVED)
- * @no_time_slice:     init fails (-EOPNOTSUPP) for a group with a time
- *                     slice: auto-selection passes over it for such a group
  * @runs_unpicked:     the kernel may let a worker the runtime holds queued
  *                     (RUNNABLE) run before it is picked (scx: a hold that
  *                     lasted too long is released, lest the watchdog eject
  *                     the scheduler); such a worker waits for its pick at
  *                     its next libumcg call
+ * @preempt_deferred:  optional: called by @self as it leaves libumcg; true
+ *                     when the kernel found @self's time slice used up
+ *                     while it was inside and let it run on (scx): it
+ *                     yields now (C6).  True once per such finding
  */
 struct umcg_backend_ops {
 	const char *name;
@@ -116,10 +118,10 @@ struct umcg_backend_ops {
 	void (*worker_release)(struct umcg_group *g, struct umcg_thread *t);
 	void (*worker_gone)(struct umcg_group *g, struct umcg_thread *t);
 	const char *(*report_name)(struct umcg_group *g);
+	bool (*preempt_deferred)(struct umcg_thread *self);
 	bool pin_by_waker;
 	bool kernel_moves;
 	bool runs_unpicked;
-	bool no_time_slice;
 };
 
 extern const struct umcg_backend_ops umcg_backend_user;
@@ -128,12 +130,11 @@ extern const struct umcg_backend_ops umcg_backend_scx;
 
 /*
  * The backend to use: @name ("scx", "kmod", "user"), or NULL for
- * $UMCG_BACKEND, else the best one available for a group with time slice
- * @time_slice_ns (0: none).  -EINVAL for an unknown name, -ENODEV (with a
- * message on stderr saying why) when the one asked for is not available.
+ * $UMCG_BACKEND, else the best one available.  -EINVAL for an unknown
+ * name, -ENODEV (with a message on stderr saying why) when the one asked
+ * for is not available.
  */
-int umcg_backend_select(const char *name, uint64_t time_slice_ns,
-			const struct umcg_backend_ops **ops);
+int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops);
 
 /* futex(2) on a 32-bit word, private to the process. */
 int umcg_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t abs_ns);

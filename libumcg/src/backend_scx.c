@@ -21,6 +21,10 @@
  *   published RUNNABLE (woken, held by the scheduler), the worker outside
  *     libumcg and BLOCKED for the runtime           -> UMCG_EV_WOKEN; it
  *     stays held until the runtime makes it RUNNING (C3)
+ *   published RUNNABLE | UMCG_TF_PREEMPT (its time slice ended, outside
+ *     libumcg), the worker RUNNING for the runtime -> UMCG_EV_PREEMPTED;
+ *     it stays held until the runtime makes it RUNNING again (C6); if the
+ *     runtime has it queued already, it stays held for that pick
  *   published RUNNABLE otherwise: a sleep inside libumcg (its own futex
  *     waits, a lock) ended; that is no block, and the scheduler must not
  *     hold it: umcg_pick onto its CPU at once
@@ -58,8 +62,15 @@
  *              held in sched_yield() as before
  *   unregister SCHED_OTHER, then the "umcg_unregister" program
  *
- * Time slices (C6) are not implemented: init fails with -EOPNOTSUPP when
- * the group asks for one.
+ * Time slices (C6): the scheduler measures and preempts (Documentation/
+ * scx.rst, "Time slice").  Workers register with the group's slice and
+ * the address of their t->in_lib, which the scheduler reads in their own
+ * context at a slice end: outside libumcg it holds the worker and
+ * publishes RUNNABLE | UMCG_TF_PREEMPT (above); inside, it lets the
+ * worker run on and publishes RUNNING | UMCG_TF_PREEMPT with a new seq,
+ * which the worker takes as a request to yield as it leaves libumcg
+ * (scx_preempt_deferred(), once per seq).  Servers keep no slice clock.
+ * A slice over UMCG_SCX_SLICE_MAX_NS fails init with -EINVAL.
  *
  * If the scheduler goes away (unloaded, ejected), every thread is moved to
  * the fair class by the kernel.  Hand-offs are futex wakes first, so none
@@ -525,10 +536,11 @@ static int scx_init(struct umcg_group *g)
 	struct scx_group *sg;
 	int ret;
 
-	if (g->time_slice_ns) {
-		fprintf(stderr, "libumcg: backend \"scx\": time slices (C6) are not "
-			"implemented on this backend yet\n");
-		return -EOPNOTSUPP;
+	if (g->time_slice_ns > UMCG_SCX_SLICE_MAX_NS) {
+		fprintf(stderr, "libumcg: backend \"scx\": a time slice of %llu ns is "
+			"longer than the scheduler's limit (%llu ns)\n",
+			(unsigned long long)g->time_slice_ns, UMCG_SCX_SLICE_MAX_NS);
+		return -EINVAL;
 	}
 	ret = scx_open();
 	if (ret) {
@@ -696,6 +708,12 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	a.server_tid = (uint32_t)scx_server_tid(g, core);
 	if (!a.server_tid)
 		return scx_gone_check() ? 0 : -EAGAIN;
+	if (g->time_slice_ns) {
+		/* The scheduler reads t->in_lib (in our context) at slice ends. */
+		a.flags |= UMCG_SCX_REGISTER_SLICE;
+		a.slice_ns = g->time_slice_ns;
+		a.in_lib = (uint64_t)(uintptr_t)&t->in_lib;
+	}
 	/*
 	 * Registered first, SCHED_EXT then: the running thread changes class
 	 * and keeps running.  The other way round it would be one of
@@ -955,6 +973,54 @@ static void scx_apply(struct umcg_core *c, struct umcg_thread *t, uint32_t type)
 }
 
 /*
+ * @t's time slice ended and the scheduler holds it (published RUNNABLE |
+ * UMCG_TF_PREEMPT, which it does only while @t is outside libumcg): if
+ * @t owns its core (RUNNING), take the core and queue @t
+ * (UMCG_EV_PREEMPTED, C6); if the policy holds it already (RUNNABLE: it
+ * ran unpicked after an earlier hold expired), its pick moves it.  Under
+ * scx.lock, so no other server takes a RUNNING @t's core meanwhile, and
+ * @t, held, does not give it away.  False: not ours to keep, release it.
+ */
+static bool scx_preempted(struct umcg_core *c, struct umcg_thread *t)
+{
+	switch (umcg_state_of(umcg_thread_load_state(t))) {
+	case UMCG_TASK_RUNNING:
+		scx_apply(c, t, UMCG_EV_PREEMPTED);
+		return true;
+	case UMCG_TASK_RUNNABLE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The seq of the last request to yield honoured by this worker. */
+static __thread uint64_t scx_preempt_seq;
+
+/*
+ * Called by a worker as it leaves libumcg: did the scheduler find its time
+ * slice used up while it was inside, and ask it to yield (published
+ * RUNNING | UMCG_TF_PREEMPT)?  Each request (seq) once.  The scheduler
+ * publishes that only in the worker's own context, so the two reads agree.
+ */
+static bool scx_preempt_deferred(struct umcg_thread *self)
+{
+	int slot = scx_self_slot;
+	uint64_t seq;
+	uint32_t word;
+
+	if (slot < 0 || slot >= UMCG_SCX_MAX_TASKS || atomic_load(&scx.gone))
+		return false;
+	seq = scx_pub_seq(slot);
+	word = __atomic_load_n(&scx_task(slot)->state, __ATOMIC_ACQUIRE);
+	if ((word & (UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) !=
+	    (UMCG_TASK_RUNNING | UMCG_TF_PREEMPT) || seq == scx_preempt_seq)
+		return false;
+	scx_preempt_seq = seq;
+	return true;
+}
+
+/*
  * What slot @slot (worker @t) published since we last looked: one
  * consistent snapshot, then the events.  Under scx.lock.  Returns true
  * when @t exited (DONE, and its tid is gone): it is out of the table, and
@@ -974,15 +1040,16 @@ static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 {
 	const volatile struct umcg_task *ut = scx_task(slot);
 	uint64_t seq, bns, base;
-	uint32_t st, cpu;
+	uint32_t st, word, cpu;
 	bool in_lib;
 
 	do {
 		seq = scx_pub_seq(slot);
-		st = __atomic_load_n(&ut->state, __ATOMIC_ACQUIRE) & UMCG_TASK_STATE_MASK;
+		word = __atomic_load_n(&ut->state, __ATOMIC_ACQUIRE);
 		bns = scx_pub_bns(slot);
 		cpu = __atomic_load_n(&ut->cpu, __ATOMIC_RELAXED);
 	} while (seq != scx_pub_seq(slot));
+	st = word & UMCG_TASK_STATE_MASK;
 	if (seq == atomic_load(&scx.last_seq[slot]))
 		return false;
 	atomic_store(&scx.last_seq[slot], seq);
@@ -1012,6 +1079,8 @@ static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 		scx_apply(c, t, UMCG_EV_WOKEN);
 		return false;
 	}
+	if ((word & UMCG_TF_PREEMPT) && scx_preempted(c, t))
+		return false;
 	scx_release_held(t, slot, cpu, seq);
 	return false;
 }
@@ -1150,8 +1219,8 @@ const struct umcg_backend_ops umcg_backend_scx = {
 	.worker_unreserve	= scx_worker_unreserve,
 	.worker_release		= scx_worker_release,
 	.report_name		= scx_report_name,
+	.preempt_deferred	= scx_preempt_deferred,
 	.pin_by_waker		= true,
 	.kernel_moves		= false,
 	.runs_unpicked		= true,
-	.no_time_slice		= true,	/* scx_init() refuses a time slice */
 };

@@ -241,7 +241,7 @@ int umcg_init(const struct umcg_config *cfg)
 		ret = -EBUSY;
 		goto out_unlock;
 	}
-	ret = umcg_backend_select(c.backend, c.time_slice_ns, &backend);
+	ret = umcg_backend_select(c.backend, &backend);
 	if (ret)
 		goto out_unlock;
 	ret = umcg_pick_cpus(c.nr_cores, c.first_cpu, &cpus, &nr);

@@ -457,10 +457,24 @@ void umcg_lib_enter(struct umcg_thread *self)
 	umcg_reacquire(self);
 }
 
+/*
+ * The backend's kernel side found @self's time slice used up while @self
+ * was in libumcg and let it run on (scx): true once per such request.
+ */
+static bool umcg_preempt_deferred(struct umcg_thread *self)
+{
+	struct umcg_group *g = self->group;
+
+	return g && g->backend->preempt_deferred &&
+	       !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED) &&
+	       g->backend->preempt_deferred(self);
+}
+
 void umcg_lib_leave(struct umcg_thread *self)
 {
+	/* Both: a request of the backend's is used up with the other. */
 	if (umcg_in_lib_dec(self) &&
-	    atomic_exchange(&self->preempt_pending, 0))
+	    (atomic_exchange(&self->preempt_pending, 0) | umcg_preempt_deferred(self)))
 		umcg_worker_preempt(self);
 }
 
@@ -732,10 +746,13 @@ void umcg_sched_exit(struct umcg_thread *self)
  * kernel: give @c to the next thread (C2).  @t queues for a core again at
  * its next libumcg call, or at once when a kernel backend says it woke.
  * Called with c->lock held, which keeps @t alive: an owner cannot exit
- * without taking it.  Returns true if @c was taken from @t.
+ * without taking it.  Returns true if @c was taken from @t.  @preempted:
+ * the kernel took @c at the end of @t's time slice (counted as a
+ * preemption, not a block).
  */
-bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t,
-				bool (*asleep)(struct umcg_thread *t, void *arg), void *arg)
+static bool umcg_take_core_locked(struct umcg_core *c, struct umcg_thread *t,
+				  bool (*asleep)(struct umcg_thread *t, void *arg),
+				  void *arg, bool preempted)
 {
 	struct umcg_group *g = c->group;
 	uint32_t s, blocked;
@@ -765,11 +782,22 @@ bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t,
 	__atomic_store_n(&c->current, NULL, __ATOMIC_SEQ_CST);
 	atomic_fetch_add(&c->nr_switches, 1);
 	umcg_set_state_time(t);
-	atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
+	if (preempted) {
+		atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+	} else {
+		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+	}
 	umcg_ref_put(t);
-	atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
 	umcg_server_kick(c);
 	return true;
+}
+
+bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t,
+				bool (*asleep)(struct umcg_thread *t, void *arg), void *arg)
+{
+	return umcg_take_core_locked(c, t, asleep, arg, false);
 }
 
 /*
@@ -950,9 +978,13 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev)
 		break;
 	case UMCG_EV_PREEMPTED:
 	case UMCG_EV_EXITED:
-		/* Take the core back as for a block. */
+		/*
+		 * Take the core back as for a block (counted as a preemption
+		 * for UMCG_EV_PREEMPTED); an exited thread stays BLOCKED
+		 * until umcg_event_exited() reports it.
+		 */
 		pthread_mutex_lock(&tc->lock);
-		umcg_worker_blocked_locked(tc, t, NULL, NULL);
+		umcg_take_core_locked(tc, t, NULL, NULL, ev->type == UMCG_EV_PREEMPTED);
 		pthread_mutex_unlock(&tc->lock);
 		if (ev->type == UMCG_EV_EXITED)
 			umcg_event_exited(g, t);

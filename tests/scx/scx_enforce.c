@@ -8,8 +8,12 @@
  * writes the pipe and the scheduler publishes RUNNABLE and holds the
  * worker: it runs no user code for 300 ms; "umcg_pick" moves it to another
  * CPU, where it then runs.  Registration and pick validate their fields,
- * and refuse threads of another process.  A thread that never registers
- * keeps its policy and runs.  Skips on kernels without sched_ext and when
+ * and refuse threads of another process.  A worker registered with a time
+ * slice that spins is preempted at its slice's end: RUNNABLE |
+ * UMCG_TF_PREEMPT published, held until picked; with its in_lib word set
+ * it runs on, asked to yield; beside a fair-class spinner on its CPU it
+ * keeps running, for twice the watchdog's timeout, without an ejection.
+ * A thread that never registers keeps its policy and runs.  Skips on kernels without sched_ext and when
  * the scheduler cannot be loaded.
  *
  * Needs the machine's sched_ext to itself and at least 2 CPUs.
@@ -81,11 +85,7 @@ static void *server_fn(void *arg)
 	};
 	int ret;
 
-	ret = scx_pin_self(SERVER_CPU);
-	if (!ret)
-		ret = scx_set_ext(true);
-	if (!ret)
-		ret = scx_run_prog(c->reg_fd, &a, sizeof(a));
+	ret = scx_join_on(c->reg_fd, SERVER_CPU, &a, sizeof(a));
 	atomic_store(&c->server_ret, ret);
 	atomic_store(&c->server_tid, scx_gettid());
 	if (ret)
@@ -134,11 +134,8 @@ static void *worker_fn(void *arg)
 
 	c->worker_reg.flags = UMCG_REGISTER_WORKER;
 	c->worker_reg.server_tid = atomic_load(&c->server_tid);
-	ret = scx_pin_self(SERVER_CPU);
-	if (!ret)
-		ret = scx_set_ext(true);
-	if (!ret)
-		ret = scx_run_prog(c->reg_fd, &c->worker_reg, sizeof(c->worker_reg));
+	ret = scx_join_on(c->reg_fd, SERVER_CPU, &c->worker_reg,
+			  sizeof(c->worker_reg));
 	atomic_store(&c->worker_tid, scx_gettid());
 	atomic_store(&c->worker_ret, ret ? ret : 1);
 	if (ret)
@@ -199,7 +196,8 @@ static void log_enf_stats(struct __test_metadata *_metadata,
 		"register", "block", "wake_held", "pick", "server_run",
 		"heartbeat", "hold_expired", "exit", "server_miss",
 		"pick_asleep", "pick_direct", "unregister", "poke",
-		"doorbell", "doorbell_full", "hold_contended",
+		"doorbell", "doorbell_full", "hold_contended", "slice_end",
+		"slice_defer",
 	};
 	struct umcg_scx_enf_stats st;
 	char buf[512];
@@ -561,7 +559,20 @@ TEST_F_TIMEOUT(enf, commands_validate, 60)
 	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_WORKER | UMCG_REGISTER_SERVER));
 	EXPECT_EQ(-EINVAL, REG(.flags = 1U << 7));
 	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 0, .reserved0 = 1));
-	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 0, .reserved = { 0, 1 }));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 0, .in_lib = 1));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 0, .slice_ns = 1));
+	/* A time slice: a worker's only, in range. */
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER | UMCG_SCX_REGISTER_SLICE,
+			       .cpu = 0, .slice_ns = 1000000));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_WORKER | UMCG_SCX_REGISTER_SLICE,
+			       .server_tid = getpid()));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_WORKER | UMCG_SCX_REGISTER_SLICE,
+			       .server_tid = getpid(),
+			       .slice_ns = UMCG_SCX_SLICE_MAX_NS + 1));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_WORKER, .server_tid = getpid(),
+			       .slice_ns = 1000000));
+	EXPECT_EQ(-ESRCH, REG(.flags = UMCG_REGISTER_WORKER | UMCG_SCX_REGISTER_SLICE,
+			      .server_tid = getpid(), .slice_ns = 1000000));
 	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 0, .server_tid = 1));
 	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER, .cpu = 4096));
 	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_WORKER, .cpu = 1));
@@ -607,6 +618,305 @@ TEST_F_TIMEOUT(enf, commands_validate, 60)
 	EXPECT_EQ(0, REG(.flags = UMCG_REGISTER_WORKER, .server_tid = scx_gettid()));
 	EXPECT_FALSE(umcg_scx_exited(self->s));
 #undef REG
+}
+
+/* --- time slice (C6) ----------------------------------------------------- */
+
+#define SLICE_NS	(2 * 1000000ULL)
+
+struct slice_ctx {
+	struct ctx		*c;
+	atomic_int		server_tid;
+	atomic_int		server_ret;
+	atomic_bool		server_stop;
+	atomic_int		worker_tid;
+	atomic_int		worker_ret;
+	atomic_int		slot;		/* -1 until known */
+	atomic_int		group;
+	atomic_bool		pick_preempted;	/* the server picks those too */
+	atomic_ulong		spins;
+	atomic_bool		worker_stop;
+	atomic_bool		worker_done;
+	_Atomic __u32		in_lib;		/* the worker's in_lib word */
+};
+
+/*
+ * A held server of SERVER_CPU, as server_fn(): it picks back every hold
+ * of the worker but a slice end's, unless told to.
+ */
+static void *slice_server_fn(void *arg)
+{
+	struct slice_ctx *x = arg;
+	struct umcg_scx_register_args a = {
+		.flags = UMCG_REGISTER_SERVER, .cpu = SERVER_CPU,
+	};
+	int ret;
+
+	ret = scx_join_on(x->c->reg_fd, SERVER_CPU, &a, sizeof(a));
+	atomic_store(&x->server_ret, ret);
+	atomic_store(&x->server_tid, scx_gettid());
+	if (ret)
+		return NULL;
+	while (!atomic_load(&x->server_stop)) {
+		int slot = atomic_load(&x->slot);
+		__u32 st;
+
+		if (slot >= 0) {
+			st = x->c->sh->task[slot].state;
+			if ((st & UMCG_TASK_STATE_MASK) == UMCG_TASK_RUNNABLE &&
+			    (!(st & UMCG_TF_PREEMPT) ||
+			     atomic_load(&x->pick_preempted))) {
+				struct umcg_scx_pick_args pk = {
+					.tid = atomic_load(&x->worker_tid),
+					.cpu = SERVER_CPU,
+				};
+
+				scx_run_prog(x->c->pick_fd, &pk, sizeof(pk));
+			}
+		}
+		sched_yield();
+	}
+	scx_set_ext(false);
+	return NULL;
+}
+
+/* A worker with a time slice that never sleeps: it spins and counts. */
+static void *slice_worker_fn(void *arg)
+{
+	struct slice_ctx *x = arg;
+	struct umcg_scx_register_args a = {
+		.flags = UMCG_REGISTER_WORKER | UMCG_SCX_REGISTER_SLICE,
+		.server_tid = atomic_load(&x->server_tid),
+		.slice_ns = SLICE_NS,
+		.in_lib = (__u64)(uintptr_t)&x->in_lib,
+	};
+	int ret;
+
+	ret = scx_join_on(x->c->reg_fd, SERVER_CPU, &a, sizeof(a));
+	atomic_store(&x->worker_tid, scx_gettid());
+	if (!ret) {
+		atomic_store(&x->group, a.group);
+		atomic_store(&x->slot, a.slot);
+	}
+	atomic_store(&x->worker_ret, ret ? ret : 1);
+	if (ret)
+		return NULL;
+	while (!atomic_load(&x->worker_stop))
+		atomic_fetch_add(&x->spins, 1);
+	scx_set_ext(false);
+	atomic_store(&x->worker_done, true);
+	return NULL;
+}
+
+/*
+ * Start @x's server and worker on SERVER_CPU, the calling thread moved off
+ * it (a fair-class task queued there defers slice ends): the worker's
+ * slot, or -errno.
+ */
+static int slice_start(struct slice_ctx *x, pthread_t *server, pthread_t *worker)
+{
+	int ret = scx_pin_self(PICK_CPU);
+
+	if (ret)
+		return ret;
+	if (pthread_create(server, NULL, slice_server_fn, x))
+		return -EAGAIN;
+	while (!atomic_load(&x->server_tid))
+		usleep(1000);
+	ret = atomic_load(&x->server_ret);
+	if (ret)
+		return ret;
+	if (pthread_create(worker, NULL, slice_worker_fn, x))
+		return -EAGAIN;
+	while (!atomic_load(&x->worker_ret))
+		usleep(1000);
+	ret = atomic_load(&x->worker_ret);
+	if (ret != 1)
+		return ret;
+	return atomic_load(&x->slot) < UMCG_SCX_MAX_TASKS ? atomic_load(&x->slot) :
+							    -ERANGE;
+}
+
+/* Stop and join them (every hold of the worker picked back). */
+static void slice_stop(struct slice_ctx *x, pthread_t server, pthread_t worker)
+{
+	atomic_store(&x->pick_preempted, true);
+	atomic_store(&x->worker_stop, true);
+	pthread_join(worker, NULL);
+	atomic_store(&x->server_stop, true);
+	pthread_join(server, NULL);
+}
+
+/* Wait until @slot's published word, masked with @mask, is @want. */
+static bool word_becomes(const struct ctx *c, int slot, __u32 mask, __u32 want)
+{
+	long long t0 = scx_now_ns();
+
+	while ((c->sh->task[slot].state & mask) != want) {
+		if (scx_now_ns() - t0 > WAIT_MS * 1000000LL)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+/*
+ * A worker registered with a 2 ms time slice spins on the server's CPU:
+ * its slice ends, RUNNABLE | UMCG_TF_PREEMPT is published (no new
+ * blocked_ns) and it is held, spinning no more, until umcg_pick with the
+ * seq of that hold moves it back; RUNNING is published and it spins
+ * again.  While its in_lib word is set it is not held: it runs on, asked
+ * to yield (RUNNING | UMCG_TF_PREEMPT, a new seq at each slice end).
+ */
+TEST_F_TIMEOUT(enf, slice_end_preempts_and_holds, 90)
+{
+	struct ctx *c = &self->c;
+	struct slice_ctx x = { .c = c, .slot = -1 };
+	struct umcg_scx_enf_stats st0, st1;
+	const volatile struct umcg_task *ut;
+	struct umcg_scx_pick_args pk;
+	pthread_t server, worker;
+	unsigned long spins;
+	__u64 bns, seq;
+	int ret, slot;
+
+	enf_stats(self->s, &st0);
+	slot = slice_start(&x, &server, &worker);
+	ASSERT_LE(0, slot) TH_LOG("start: %s", strerror(-slot));
+	ut = &c->sh->task[slot];
+
+	/* 1. Its slice ends: preempted, published, held. */
+	ASSERT_TRUE(word_becomes(c, slot, UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT,
+				 UMCG_TASK_RUNNABLE | UMCG_TF_PREEMPT))
+		TH_LOG("state %#x", ut->state);
+	seq = ut->seq;
+	bns = ut->blocked_ns;
+	spins = atomic_load(&x.spins);
+	usleep(HOLD_CHECK_MS * 1000);
+	ASSERT_EQ(spins, atomic_load(&x.spins))
+		TH_LOG("the preempted worker ran before it was picked");
+	ASSERT_EQ(UMCG_TASK_RUNNABLE | UMCG_TF_PREEMPT, ut->state);
+	ASSERT_EQ(seq, ut->seq);
+	ASSERT_EQ(bns, ut->blocked_ns);
+	ASSERT_NE(0, c->sh->events[atomic_load(&x.group)][slot / 64] &
+		     (1ULL << (slot % 64)));
+
+	/* 2. Picked with the seq of that hold: RUNNING, and it spins again. */
+	pk = (struct umcg_scx_pick_args){
+		.tid = atomic_load(&x.worker_tid), .cpu = SERVER_CPU,
+		.flags = UMCG_SCX_PICK_SEQ, .pad = (__u32)seq,
+	};
+	atomic_store(&x.pick_preempted, true);
+	ret = scx_run_prog(c->pick_fd, &pk, sizeof(pk));
+	/* Or the server picked it first, after the flag. */
+	ASSERT_TRUE(ret == 0 || ret == -ESTALE) TH_LOG("pick: %d", ret);
+	ASSERT_LT(seq, ut->seq);
+	spins = atomic_load(&x.spins);
+	usleep(HOLD_CHECK_MS * 1000);
+	ASSERT_LT(spins, atomic_load(&x.spins));
+	enf_stats(self->s, &st1);
+	ASSERT_LT(st0.cnt[UMCG_SCX_ENF_SLICE_END], st1.cnt[UMCG_SCX_ENF_SLICE_END]);
+
+	/*
+	 * 3. Inside its library: asked to yield, never held (a hold from
+	 * before it set in_lib is picked back by the server).
+	 */
+	atomic_store(&x.in_lib, 1);
+	ASSERT_TRUE(word_becomes(c, slot, UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT,
+				 UMCG_TASK_RUNNING | UMCG_TF_PREEMPT))
+		TH_LOG("state %#x", ut->state);
+	seq = ut->seq;
+	spins = atomic_load(&x.spins);
+	usleep(HOLD_CHECK_MS * 1000);
+	ASSERT_LT(spins, atomic_load(&x.spins));
+	ASSERT_EQ(UMCG_TASK_RUNNING | UMCG_TF_PREEMPT, ut->state);
+	/* One request per slice end. */
+	ASSERT_LT(seq, ut->seq);
+	enf_stats(self->s, &st0);
+	ASSERT_LT(st1.cnt[UMCG_SCX_ENF_SLICE_DEFER], st0.cnt[UMCG_SCX_ENF_SLICE_DEFER]);
+	log_enf_stats(_metadata, self->s, "end");
+
+	slice_stop(&x, server, worker);
+	ASSERT_FALSE(umcg_scx_exited(self->s));
+}
+
+/* A fair-class thread that spins on SERVER_CPU until @arg is set. */
+static void *fair_spin_fn(void *arg)
+{
+	atomic_bool *stop = arg;
+
+	if (scx_pin_self(SERVER_CPU))
+		return NULL;
+	while (!atomic_load_explicit(stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/*
+ * Pick @x's worker onto SERVER_CPU if it is held; true once it exited.
+ * For a test whose server has left.
+ */
+static bool slice_pick_held(struct slice_ctx *x)
+{
+	struct umcg_scx_pick_args pk = {
+		.tid = atomic_load(&x->worker_tid), .cpu = SERVER_CPU,
+	};
+	int slot = atomic_load(&x->slot);
+
+	if (atomic_load(&x->worker_done))
+		return true;
+	if ((x->c->sh->task[slot].state & UMCG_TASK_STATE_MASK) == UMCG_TASK_RUNNABLE)
+		scx_run_prog(x->c->pick_fd, &pk, sizeof(pk));
+	return false;
+}
+
+/*
+ * The same worker beside a fair-class thread that never sleeps on its CPU,
+ * for twice the watchdog's timeout.  sched_ext runs there only through the
+ * kernel's deadline server, which a hold after an empty pick would stop for
+ * good (umcg_enforce.bpf.h, c. and l.): its slice ends must not get the
+ * scheduler ejected, and it keeps running, also past one timeout.  Its
+ * server leaves first (a server held in sched_yield() is exactly what the
+ * deadline server cannot bear, c.); this thread picks any hold.
+ */
+TEST_F_TIMEOUT(enf, slice_end_beside_fair_spinner, 90)
+{
+	struct slice_ctx x = { .c = &self->c, .slot = -1, .pick_preempted = true };
+	struct umcg_scx_enf_stats st0, st1;
+	pthread_t server, worker, fair;
+	atomic_bool fair_stop = false;
+	unsigned long half = 0;
+	long long t0, now;
+	int slot;
+
+	slot = slice_start(&x, &server, &worker);
+	ASSERT_LE(0, slot) TH_LOG("start: %s", strerror(-slot));
+	atomic_store(&x.server_stop, true);
+	ASSERT_EQ(0, pthread_join(server, NULL));
+	enf_stats(self->s, &st0);
+	ASSERT_EQ(0, pthread_create(&fair, NULL, fair_spin_fn, &fair_stop));
+	t0 = scx_now_ns();
+	while ((now = scx_now_ns()) - t0 < 2LL * UMCG_SCX_TIMEOUT_MS_DFL * 1000000) {
+		if (!half && now - t0 >= UMCG_SCX_TIMEOUT_MS_DFL * 1000000LL)
+			half = atomic_load(&x.spins) + 1;
+		slice_pick_held(&x);
+		usleep(1000);
+	}
+	atomic_store(&fair_stop, true);
+	pthread_join(fair, NULL);
+	enf_stats(self->s, &st1);
+	log_enf_stats(_metadata, self->s, "end");
+	TH_LOG("worker: %lu spins in the first %d ms, %lu in all", half - 1,
+	       UMCG_SCX_TIMEOUT_MS_DFL, atomic_load(&x.spins));
+	atomic_store(&x.worker_stop, true);
+	while (!slice_pick_held(&x))
+		usleep(1000);
+	ASSERT_EQ(0, pthread_join(worker, NULL));
+	ASSERT_FALSE(umcg_scx_exited(self->s));
+	ASSERT_LT(half, atomic_load(&x.spins));
+	/* Its slices did end meanwhile. */
+	ASSERT_LT(st0.cnt[UMCG_SCX_ENF_SLICE_END] + st0.cnt[UMCG_SCX_ENF_SLICE_DEFER],
+		  st1.cnt[UMCG_SCX_ENF_SLICE_END] + st1.cnt[UMCG_SCX_ENF_SLICE_DEFER]);
 }
 
 static void *spin_fn(void *arg)

@@ -423,7 +423,7 @@ TEST(auto_selects_scx)
 	EXPECT_EQ(0, ga_run_auto(NULL, 0, "scx"));
 	EXPECT_EQ(0, ga_run_auto("auto", 0, "scx"));
 	EXPECT_EQ(0, ga_run_auto("user", 0, "user"));
-	EXPECT_EQ(0, ga_run_auto(NULL, 2000000, NULL));
+	EXPECT_EQ(0, ga_run_auto(NULL, 2000000, "scx"));
 	EXPECT_TRUE(ga_enabled());
 	ga_reload();
 }

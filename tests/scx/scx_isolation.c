@@ -393,7 +393,7 @@ static void garbage_calls(struct hostile *h, __u32 own_worker)
 		 */
 		if ((ra->flags == UMCG_REGISTER_WORKER ||
 		     ra->flags == UMCG_REGISTER_SERVER) && !ra->reserved0 &&
-		    !ra->reserved[0] && !ra->reserved[1])
+		    !ra->slice_ns && !ra->in_lib)
 			ra->reserved0 = 1;
 		HEXPECT(h, -EINVAL, scx_run_prog(h->c->reg_fd, buf, len));
 	}
@@ -475,9 +475,9 @@ static void targeted_calls(struct hostile *h)
 	HEXPECT(h, -EINVAL, reg(h, (struct umcg_scx_register_args){
 		.flags = UMCG_REGISTER_SERVER, .reserved0 = 1 }));
 	HEXPECT(h, -EINVAL, reg(h, (struct umcg_scx_register_args){
-		.flags = UMCG_REGISTER_SERVER, .reserved = { 1, 0 } }));
+		.flags = UMCG_REGISTER_SERVER, .slice_ns = 1 }));
 	HEXPECT(h, -EINVAL, reg(h, (struct umcg_scx_register_args){
-		.flags = UMCG_REGISTER_SERVER, .reserved = { 0, ~0ULL } }));
+		.flags = UMCG_REGISTER_SERVER, .in_lib = ~0ULL }));
 	HEXPECT(h, -ESRCH, reg(h, (struct umcg_scx_register_args){
 		.flags = UMCG_REGISTER_WORKER, .server_tid = vs,
 		.slot = atomic_load(&p->w_slot),

@@ -3,7 +3,8 @@
  * scx_test.h - helpers of the guest tests that drive the umcg sched_ext
  * scheduler's enforcer by hand (scx_enforce, scx_isolation): the calling
  * thread's tid, a monotonic clock, running a SEC("syscall") program as the
- * calling thread, and moving the calling thread between CPUs and classes.
+ * calling thread, moving the calling thread between CPUs and classes, and
+ * registering it.
  * Each returns 0 or -errno unless it says otherwise.
  */
 #ifndef UMCG_SCX_TEST_H
@@ -63,6 +64,22 @@ static inline int scx_set_ext(bool on)
 
 	return sched_setscheduler(0, on ? SCHED_EXT : SCHED_OTHER, &sp) ?
 	       -errno : 0;
+}
+
+/*
+ * The calling thread joins the enforcer: pinned to @cpu, SCHED_EXT, then
+ * registered through "umcg_register" (@reg_fd) with @args, whose out
+ * fields it fills.  The first error.
+ */
+static inline int scx_join_on(int reg_fd, int cpu, void *args, size_t size)
+{
+	int ret = scx_pin_self(cpu);
+
+	if (!ret)
+		ret = scx_set_ext(true);
+	if (!ret)
+		ret = scx_run_prog(reg_fd, args, size);
+	return ret;
 }
 
 #endif /* UMCG_SCX_TEST_H */
