@@ -213,7 +213,8 @@ struct enf_task {
 	u64	slice_ns;	/* worker: its group's time slice; 0: none */
 	u64	in_lib;		/* worker: address of its in-library word */
 	u32	slice_out;	/* worker: a tick found its slice used up */
-	u32	pad;
+	u16	lib_nohold;	/* worker: UMCG_SCX_REGISTER_IN_LIB */
+	u16	lib_sleep;	/* worker: asleep since in_lib read non-zero */
 };
 
 struct enf_slot {
@@ -540,6 +541,22 @@ static __always_inline bool enf_in_lib(struct task_struct *p,
 	return v != 0;
 }
 
+/*
+ * Does worker @p's in_lib word read non-zero?  Only as @p (current), and
+ * false if it cannot be read without a fault: a hold is then the default.
+ */
+static __always_inline bool enf_in_lib_read(struct task_struct *p,
+					    struct enf_task *t)
+{
+	u32 v = 0;
+
+	if (!t->in_lib || (u32)bpf_get_current_pid_tgid() != (u32)p->pid)
+		return false;
+	if (bpf_probe_read_user(&v, sizeof(v), (void *)t->in_lib))
+		return false;
+	return v != 0;
+}
+
 /* Fair-class tasks are queued on the runqueue being dispatched for. */
 static __always_inline bool enf_fair_queued(void)
 {
@@ -620,6 +637,17 @@ static __always_inline void enf_runnable(struct task_struct *p, u64 enq_flags)
 		 * left the CPU in s->pick_cpu, which enqueue() consumes.
 		 */
 		t->state = UMCG_TASK_RUNNING;
+		return;
+	}
+	if (t->lib_sleep) {
+		/*
+		 * A sleep inside libumcg (UMCG_SCX_REGISTER_IN_LIB): not
+		 * held.  The slot is RUNNABLE now, so a umcg_pick of it that
+		 * comes later finds it running on (-ESTALE, its seq moved).
+		 */
+		t->lib_sleep = 0;
+		enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+		enf_stat(UMCG_SCX_ENF_LIB_WAKE);
 		return;
 	}
 	t->held = 1;
@@ -758,6 +786,7 @@ static __always_inline void enf_quiescent(struct task_struct *p)
 	if (!t || t->role != ENF_ROLE_WORKER || t->state != UMCG_TASK_RUNNING)
 		return;
 	t->slice_out = 0;
+	t->lib_sleep = t->lib_nohold && enf_in_lib_read(p, t);
 	cpu = bpf_get_smp_processor_id();
 	enf_publish(t, UMCG_TASK_BLOCKED, ENF_TS_BLOCKED, cpu);
 	enf_stat(UMCG_SCX_ENF_BLOCK);
@@ -1170,16 +1199,22 @@ int umcg_register(struct umcg_scx_register_args *args)
 	struct enf_task *t;
 	struct enf_slot *s;
 	s32 g, slot, scpu;
-	u32 role;
+	u32 role, wflags;
 
 	if (args->reserved0)
 		return -EINVAL;
-	if (flags & UMCG_SCX_REGISTER_SLICE) {
+	wflags = flags & (UMCG_SCX_REGISTER_SLICE | UMCG_SCX_REGISTER_IN_LIB);
+	if (wflags) {
 		/* A worker's only; the address is checked as it is read. */
-		if ((flags & ~UMCG_SCX_REGISTER_SLICE) != UMCG_REGISTER_WORKER ||
-		    !args->slice_ns || args->slice_ns > UMCG_SCX_SLICE_MAX_NS)
+		if ((flags & ~wflags) != UMCG_REGISTER_WORKER)
 			return -EINVAL;
-		flags &= ~UMCG_SCX_REGISTER_SLICE;
+		if ((flags & UMCG_SCX_REGISTER_SLICE) ?
+		    !args->slice_ns || args->slice_ns > UMCG_SCX_SLICE_MAX_NS :
+		    args->slice_ns != 0)
+			return -EINVAL;
+		if ((flags & UMCG_SCX_REGISTER_IN_LIB) && !args->in_lib)
+			return -EINVAL;
+		flags &= ~wflags;
 	} else if (args->slice_ns || args->in_lib) {
 		return -EINVAL;
 	}
@@ -1259,6 +1294,8 @@ int umcg_register(struct umcg_scx_register_args *args)
 	t->doorbell = !!(flags & UMCG_SCX_REGISTER_DOORBELL);
 	t->slice_ns = args->slice_ns;
 	t->in_lib = args->in_lib;
+	t->lib_nohold = !!(wflags & UMCG_SCX_REGISTER_IN_LIB);
+	t->lib_sleep = 0;
 	t->slice_out = 0;
 	t->state = UMCG_TASK_RUNNING;
 	if (role == ENF_ROLE_SERVER)

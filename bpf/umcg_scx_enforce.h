@@ -76,10 +76,11 @@ struct umcg_scx_shared {
  * @reserved0:  must be zero
  * @slice_ns:   r: with UMCG_SCX_REGISTER_SLICE (worker only): its group's
  *              time slice, 1 .. UMCG_SCX_SLICE_MAX_NS; else zero
- * @in_lib:     r: with UMCG_SCX_REGISTER_SLICE: the address of a 32-bit
- *              word of the caller's, non-zero while it runs code in which
- *              it must not be preempted (libumcg: struct umcg_thread's
- *              in_lib), or 0 for none; else zero
+ * @in_lib:     r: with UMCG_SCX_REGISTER_SLICE or UMCG_SCX_REGISTER_IN_LIB:
+ *              the address of a 32-bit word of the caller's, non-zero
+ *              while it runs code in which it must not be preempted nor
+ *              held (libumcg: struct umcg_thread's in_lib), or 0 for none
+ *              (not with UMCG_SCX_REGISTER_IN_LIB); else zero
  * @slot:       w: the caller's slot: task[@slot] of struct umcg_scx_shared
  * @group:      w: the caller's group: events[@group]
  * @task_off:   w: offsetof the slot's struct umcg_task in the map value
@@ -90,9 +91,10 @@ struct umcg_scx_shared {
  * a server with a server_tid, a worker with a cpu, a cpu out of range or
  * outside the caller's affinity; -ESRCH server_tid is no registered server
  * of the caller's process; -EBUSY the caller is registered; -ENOSPC no slot
- * or group left; -ENOMEM no task storage.  UMCG_SCX_REGISTER_SLICE with a
- * server, a @slice_ns out of range, or @slice_ns or @in_lib without the
- * flag are -EINVAL.
+ * or group left; -ENOMEM no task storage.  UMCG_SCX_REGISTER_SLICE or
+ * UMCG_SCX_REGISTER_IN_LIB with a server, a @slice_ns out of range, @slice_ns
+ * without UMCG_SCX_REGISTER_SLICE, @in_lib without either flag, and
+ * UMCG_SCX_REGISTER_IN_LIB with no @in_lib are -EINVAL.
  */
 struct umcg_scx_register_args {
 	__u32	flags;
@@ -170,6 +172,17 @@ struct umcg_scx_pick_args {
  * @in_lib guards.
  */
 #define UMCG_SCX_REGISTER_SLICE		(1U << 9)
+/*
+ * With UMCG_REGISTER_WORKER: a sleep that begins while the word at @in_lib
+ * reads non-zero (read in ops.quiescent, which runs as the worker) is
+ * published BLOCKED as any, but its wake-up is not held: the worker is
+ * published RUNNING (new seq) and runs on the CPU it wakes on.  The worker
+ * may hold locks there that its server needs, kernel ones included (a
+ * page fault that reads a file page holds the page's lock: a server
+ * faulting on the same page waited for a held worker until the hold
+ * timer released it); and such a sleep is no block for the library.
+ */
+#define UMCG_SCX_REGISTER_IN_LIB	(1U << 10)
 /* The longest slice: well under UMCG_SCX_HOLD_MAX_NS and the watchdog. */
 #define UMCG_SCX_SLICE_MAX_NS		(1000ULL * 1000 * 1000)
 
@@ -230,7 +243,8 @@ struct umcg_scx_poke_args {
 #define UMCG_SCX_ENF_HOLD_CONTENDED	15	/* held worker run: fair class queued */
 #define UMCG_SCX_ENF_SLICE_END		16	/* slice used up: preempted, held */
 #define UMCG_SCX_ENF_SLICE_DEFER	17	/* slice used up: asked to yield */
-#define UMCG_SCX_NR_ENF_STATS		18
+#define UMCG_SCX_ENF_LIB_WAKE		18	/* woken in libumcg: not held */
+#define UMCG_SCX_NR_ENF_STATS		19
 
 struct umcg_scx_enf_stats {
 	__u64	cnt[UMCG_SCX_NR_ENF_STATS];

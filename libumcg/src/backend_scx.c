@@ -708,11 +708,17 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	a.server_tid = (uint32_t)scx_server_tid(g, core);
 	if (!a.server_tid)
 		return scx_gone_check() ? 0 : -EAGAIN;
+	/*
+	 * The scheduler reads t->in_lib (in our context) as we fall asleep
+	 * and at slice ends: a sleep inside libumcg is not held (we may
+	 * hold what our server needs, a file page's lock in a page fault
+	 * included), a slice end there is deferred.
+	 */
+	a.flags |= UMCG_SCX_REGISTER_IN_LIB;
+	a.in_lib = (uint64_t)(uintptr_t)&t->in_lib;
 	if (g->time_slice_ns) {
-		/* The scheduler reads t->in_lib (in our context) at slice ends. */
 		a.flags |= UMCG_SCX_REGISTER_SLICE;
 		a.slice_ns = g->time_slice_ns;
-		a.in_lib = (uint64_t)(uintptr_t)&t->in_lib;
 	}
 	/*
 	 * Registered first, SCHED_EXT then: the running thread changes class

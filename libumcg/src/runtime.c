@@ -83,9 +83,19 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 	int ret;
 
 	t->tid = gettid();
+	/*
+	 * In libumcg from before it registers, for a backend whose kernel
+	 * watches in_lib from the registration on (scx: a sleep in here is
+	 * not held).  One whose kernel moves the word learns it from
+	 * UMCG_TF_INLIB, set by the first umcg_in_lib_inc() below.
+	 */
+	if (!g->backend->kernel_moves)
+		umcg_in_lib_inc(t);
 	pthread_mutex_lock(&g->threads_lock);
 	ret = atomic_load(&g->stopping) ? -ESRCH : g->backend->worker_register(g, t);
 	if (ret) {
+		if (!g->backend->kernel_moves)
+			umcg_in_lib_dec(t);
 		pthread_mutex_unlock(&g->threads_lock);
 		/* The reservation umcg_spawn() or umcg_attach() took. */
 		if (g->backend->worker_unreserve)
@@ -98,7 +108,8 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 	pthread_mutex_unlock(&g->threads_lock);
 
 	umcg_current = t;
-	umcg_in_lib_inc(t);
+	if (g->backend->kernel_moves)
+		umcg_in_lib_inc(t);
 	s = umcg_thread_load_state(t);
 	while (!umcg_state_cas(t, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE))
 		;

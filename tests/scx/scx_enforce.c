@@ -197,7 +197,7 @@ static void log_enf_stats(struct __test_metadata *_metadata,
 		"heartbeat", "hold_expired", "exit", "server_miss",
 		"pick_asleep", "pick_direct", "unregister", "poke",
 		"doorbell", "doorbell_full", "hold_contended", "slice_end",
-		"slice_defer",
+		"slice_defer", "lib_wake",
 	};
 	struct umcg_scx_enf_stats st;
 	char buf[512];

@@ -389,11 +389,9 @@ static void garbage_calls(struct hostile *h, __u32 own_worker)
 		fill_random(h, buf, len);
 		/*
 		 * Random fields are all but never valid; keep them invalid
-		 * (-EINVAL), so that this thread does not register.
+		 * (-EINVAL: reserved0), so that this thread does not register.
 		 */
-		if ((ra->flags == UMCG_REGISTER_WORKER ||
-		     ra->flags == UMCG_REGISTER_SERVER) && !ra->reserved0 &&
-		    !ra->slice_ns && !ra->in_lib)
+		if (!ra->reserved0)
 			ra->reserved0 = 1;
 		HEXPECT(h, -EINVAL, scx_run_prog(h->c->reg_fd, buf, len));
 	}
