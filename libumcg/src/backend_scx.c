@@ -184,6 +184,13 @@ static struct {
 	 * free slot).  Only grows; raised before the slot enters slots[].
 	 */
 	_Atomic unsigned int slot_hwm;
+	/*
+	 * Slot -> a worker of ours that left it without unregistering, whose
+	 * DONE a registration there overwrote before a server read it
+	 * (scx_worker_register()), with the table's reference: the next look
+	 * reports it (scx_poll_events()).  Under scx.lock.
+	 */
+	struct umcg_thread *_Atomic orphans[UMCG_SCX_MAX_TASKS];
 	/* Reserved workers not registered yet. */
 	_Atomic unsigned int nr_pending;
 	/* The scheduler went away: nothing holds threads any more. */
@@ -570,9 +577,12 @@ static void scx_fini(struct umcg_group *g)
 	pthread_mutex_lock(&scx.lock);
 	for (unsigned int i = 0; i < UMCG_SCX_MAX_TASKS; i++) {
 		struct umcg_thread *t = atomic_exchange(&scx.slots[i], NULL);
+		struct umcg_thread *o = atomic_exchange(&scx.orphans[i], NULL);
 
 		if (t)
 			umcg_ref_put(t);
+		if (o)
+			umcg_ref_put(o);
 	}
 	pthread_mutex_unlock(&scx.lock);
 	free(sg->servers);
@@ -695,13 +705,17 @@ static void scx_table_leave(struct umcg_thread *t, int slot)
 		umcg_ref_put(t);
 }
 
+static void scx_apply(struct umcg_core *c, struct umcg_thread *t, uint32_t type);
+static void scx_server_wake(struct umcg_core *c);
+
 /* The calling thread registers as a worker; its word stays t->task. */
 static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 {
 	struct umcg_scx_register_args a = { .flags = UMCG_REGISTER_WORKER };
 	int core = t->pref_core >= 0 ? t->pref_core : t->spawn_core;
+	struct umcg_thread *old;
 	unsigned int slot;
-	int ret;
+	int ret, old_core = -1;
 
 	if (atomic_load(&scx.gone))
 		goto plain;
@@ -747,11 +761,32 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	pthread_mutex_lock(&scx.lock);
 	if (atomic_load(&scx.slot_hwm) <= slot)
 		atomic_store(&scx.slot_hwm, slot + 1);	/* under scx.lock */
+	/*
+	 * Still in the table there: a worker of ours that lost the slot
+	 * without unregistering (scx_table_leave() takes it out before it
+	 * frees the slot), whose DONE our registration overwrote before a
+	 * server read it.  A server reports it (we hold threads_lock, which
+	 * the report takes); one still waiting there (twice in a row before
+	 * a server looked, rare) only gets its core back: its exit goes
+	 * unreported.
+	 */
+	old = atomic_load(&scx.slots[slot]);
+	if (old && !atomic_load(&scx.orphans[slot])) {
+		old_core = atomic_load(&old->core);
+		atomic_store(&scx.orphans[slot], old);
+	} else if (old) {
+		scx_apply(&g->cores[0], old, UMCG_EV_BLOCKED);
+		umcg_ref_put(old);
+		old = NULL;
+	}
 	atomic_store(&scx.last_seq[slot], scx_pub_seq(slot));
 	atomic_store(&scx.base_bns[slot], scx_pub_bns(slot));
 	atomic_store(&scx.in_wait[slot], 0);
 	atomic_store(&scx.slots[slot], t);
 	pthread_mutex_unlock(&scx.lock);
+	/* Not @old itself: a server may have reported and freed it by now. */
+	if (old_core >= 0 && (unsigned int)old_core < g->nr_cores)
+		scx_server_wake(&g->cores[old_core]);
 	scx_self_slot = (int)slot;
 	scx_set_slot(t, (int)slot);
 	ret = scx_set_ext(0, true);
@@ -1027,20 +1062,33 @@ static bool scx_preempt_deferred(struct umcg_thread *self)
 }
 
 /*
- * What slot @slot (worker @t) published since we last looked: one
- * consistent snapshot, then the events.  Under scx.lock.  Returns true
- * when @t exited (DONE, and its tid is gone): it is out of the table, and
- * the caller applies UMCG_EV_EXITED and drops the table's reference once
- * it has dropped scx.lock (the exit report takes group->threads_lock,
- * which comes before scx.lock).
+ * Worker @t, out of the table, lost its slot without unregistering (the
+ * scheduler published DONE there).  Under scx.lock.  Returns true when
+ * @t exited: the caller applies UMCG_EV_EXITED and drops the table's
+ * reference once it has dropped scx.lock (the exit report takes
+ * group->threads_lock, which comes before scx.lock).
  *
  * The scheduler publishes DONE from exit_task, which the kernel also runs
  * for every live thread when the scheduler goes away (unloaded, ejected):
  * such a thread runs on under the fair class.  Its tid tells them apart:
  * a thread other than the leader is unhashed (tgkill() fails with ESRCH)
- * before its last schedule, hence before its exit_task.  A live one
- * leaves the table, and its core is taken back as for a block; so is the
- * leader's (a zombie leader still has its tid).
+ * before its last schedule, hence before its exit_task.  For a live one
+ * (and a zombie leader, which still has its tid) the core is taken back
+ * as for a block, here, and the reference dropped.
+ */
+static bool scx_left_slot(struct umcg_core *c, struct umcg_thread *t)
+{
+	if (syscall(SYS_tgkill, getpid(), t->tid, 0) && errno == ESRCH)
+		return true;
+	scx_apply(c, t, UMCG_EV_BLOCKED);
+	umcg_ref_put(t);
+	return false;
+}
+
+/*
+ * What slot @slot (worker @t) published since we last looked: one
+ * consistent snapshot, then the events.  Under scx.lock.  Returns true
+ * when @t exited (scx_left_slot()).
  */
 static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread *t)
 {
@@ -1063,11 +1111,7 @@ static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 	if (st == UMCG_TASK_DONE) {
 		/* It exited registered (no umcg exit path): out of the table. */
 		atomic_store(&scx.slots[slot], NULL);
-		if (syscall(SYS_tgkill, getpid(), t->tid, 0) && errno == ESRCH)
-			return true;
-		scx_apply(c, t, UMCG_EV_BLOCKED);
-		umcg_ref_put(t);
-		return false;
+		return scx_left_slot(c, t);
 	}
 	if (st != UMCG_TASK_BLOCKED && st != UMCG_TASK_RUNNABLE)
 		return false;
@@ -1106,14 +1150,20 @@ static int scx_poll_events(struct umcg_core *c, struct umcg_event *ev, int max)
 	pthread_mutex_lock(&scx.lock);
 	hwm = atomic_load(&scx.slot_hwm);
 	for (unsigned int i = 0; i < hwm; i++) {
+		struct umcg_thread *o = atomic_load(&scx.orphans[i]);
 		struct umcg_thread *t = atomic_load(&scx.slots[i]);
 
-		if (!t)
+		if (!t && !o)
 			continue;
-		/* Full: the slots left still differ in seq, we come back. */
-		if (n == SCX_EXITED_BATCH)
+		/* Full: what is left still shows as pending, we come back. */
+		if (n + 2 > SCX_EXITED_BATCH)
 			break;
-		if (scx_look(c, i, t))
+		if (o) {
+			atomic_store(&scx.orphans[i], NULL);
+			if (scx_left_slot(c, o))
+				exited[n++] = o;
+		}
+		if (t && scx_look(c, i, t))
 			exited[n++] = t;
 	}
 	pthread_mutex_unlock(&scx.lock);
@@ -1130,8 +1180,9 @@ static bool scx_events_pending(void)
 	unsigned int n = atomic_load(&scx.slot_hwm);
 
 	for (unsigned int i = 0; i < n; i++)
-		if (atomic_load(&scx.slots[i]) &&
-		    scx_pub_seq(i) != atomic_load(&scx.last_seq[i]))
+		if ((atomic_load(&scx.slots[i]) &&
+		     scx_pub_seq(i) != atomic_load(&scx.last_seq[i])) ||
+		    atomic_load(&scx.orphans[i]))
 			return true;
 	return false;
 }
