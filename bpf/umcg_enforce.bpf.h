@@ -67,7 +67,11 @@
  *    wake-up reaches runnable(p, SCX_ENQ_WAKEUP): publish RUNNABLE
  *    (woken_ns, seq, event), mark it held and poke its server's CPU; then
  *    enqueue inserts it into UMCG_SCX_DSQ_GROUP(group), which no CPU
- *    consumes.  It runs no user code until picked.
+ *    consumes.  It runs no user code until picked.  Not a worker registered
+ *    with UMCG_SCX_REGISTER_IN_LIB whose sleep began inside libumcg
+ *    (quiescent, running as the worker, read its in_lib word non-zero):
+ *    its wake-up is published RUNNING and runs on; it may hold what its
+ *    server needs (a page fault holds the file page's lock).
  *
  * e. Pick.  The SEC("syscall") program umcg_pick(tid, cpu), run by any
  *    thread of the worker's process, finds the held worker in its group's
