@@ -42,12 +42,26 @@ struct counter {
 	umcg_mutex_t m;
 	long value;		/* plain, written only under m */
 	int errors;
+	int start;		/* set once every thread is there */
 };
+
+/* Let the others run (a worker yields its core) until @c starts. */
+static void wait_for_start(struct counter *c)
+{
+	while (!__atomic_load_n(&c->start, __ATOMIC_ACQUIRE)) {
+		if (umcg_self())
+			umcg_yield();
+		else
+			sched_yield();
+	}
+}
 
 static void *count_fn(void *arg)
 {
 	struct counter *c = arg;
 
+	/* All at once: a worker spawned late would find no contention. */
+	wait_for_start(c);
 	for (int i = 0; i < NR_ITERS; i++) {
 		long v;
 
@@ -81,6 +95,7 @@ TEST_F(mutex, contention)
 		ASSERT_EQ(0, st_spawn(&w[i], count_fn, &c));
 	for (int i = 0; i < NR_PLAIN; i++)
 		ASSERT_EQ(0, st_pthread(&p[i], count_fn, &c));
+	__atomic_store_n(&c.start, 1, __ATOMIC_RELEASE);
 	for (int i = 0; i < NR_WORKERS; i++)
 		ASSERT_EQ(0, umcg_join(w[i], NULL));
 	for (int i = 0; i < NR_PLAIN; i++)
