@@ -363,7 +363,23 @@ static __always_inline struct enf_slot *enf_slot_of(struct enf_task *t)
 	return bpf_map_lookup_elem(&slots, &idx);
 }
 
-/* Bump @slot's seq and set its bit in group @g's bitmap, after its word. */
+/*
+ * Open a publish of @slot: its begin counter (UMCG_SCX_TASK_BEGIN) goes one
+ * ahead of seq before any field of the slot is written; enf_announce()
+ * closes it.  Atomic, so a full barrier, and concurrent publishes of one
+ * slot (a hook and umcg_pick) each count: begin reads seq again only when
+ * every publish that began has been announced.
+ */
+static __always_inline void enf_publish_begin(struct umcg_scx_shared *sh, u32 slot)
+{
+	__sync_fetch_and_add(&sh->task[slot & (UMCG_SCX_MAX_TASKS - 1)]
+				      .reserved[UMCG_SCX_TASK_BEGIN], 1);
+}
+
+/*
+ * Close the publish of @slot opened by enf_publish_begin(): bump its seq
+ * and set its bit in group @g's bitmap, after its fields.
+ */
 static __always_inline void enf_announce(struct umcg_scx_shared *sh, u32 slot,
 					 u32 g)
 {
@@ -374,13 +390,14 @@ static __always_inline void enf_announce(struct umcg_scx_shared *sh, u32 slot,
 }
 
 /*
- * Publish @t's new @state into its slot: the word, then the timestamp,
- * then seq (atomic: a full barrier), then the group's event bit (atomic
- * OR, after everything it announces).
+ * Publish @t's new @state into its slot: begin (enf_publish_begin()), the
+ * word, then the timestamp, then seq (atomic: a full barrier), then the
+ * group's event bit (atomic OR, after everything it announces).
  */
 #define ENF_TS_NONE	0
 #define ENF_TS_BLOCKED	1	/* also set @cpu */
 #define ENF_TS_WOKEN	2
+#define ENF_TS_CPU	3	/* @cpu only: a sleep that is no block */
 
 static __always_inline void enf_publish(struct enf_task *t, u32 state,
 					int which_ns, u32 cpu)
@@ -398,10 +415,13 @@ static __always_inline void enf_publish(struct enf_task *t, u32 state,
 	if (!sh)
 		return;
 	ut = &sh->task[slot];
+	enf_publish_begin(sh, slot);
 	WRITE_ONCE(ut->state, state);
 	if (which_ns == ENF_TS_BLOCKED) {
 		ut->cpu = cpu;
 		ut->blocked_ns = bpf_ktime_get_ns();
+	} else if (which_ns == ENF_TS_CPU) {
+		ut->cpu = cpu;
 	} else if (which_ns == ENF_TS_WOKEN) {
 		ut->woken_ns = bpf_ktime_get_ns();
 	}
@@ -788,7 +808,16 @@ static __always_inline void enf_quiescent(struct task_struct *p)
 	t->slice_out = 0;
 	t->lib_sleep = t->lib_nohold && enf_in_lib_read(p, t);
 	cpu = bpf_get_smp_processor_id();
-	enf_publish(t, UMCG_TASK_BLOCKED, ENF_TS_BLOCKED, cpu);
+	/*
+	 * A sleep inside libumcg is no block: no new blocked_ns, which is
+	 * what the library takes for one.  Its servers must not decide that
+	 * from the in_lib word when they look: by then the worker may have
+	 * woken (not held), left libumcg and run user code, and a block
+	 * taken for it gave its core away while it ran (C1, seen in
+	 * scx_backend_stress: two workers' loops on one core).
+	 */
+	enf_publish(t, UMCG_TASK_BLOCKED, t->lib_sleep ? ENF_TS_CPU : ENF_TS_BLOCKED,
+		    cpu);
 	enf_stat(UMCG_SCX_ENF_BLOCK);
 	/*
 	 * This CPU's next dispatch runs its held server: no kick needed.
@@ -1389,6 +1418,7 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 		    UMCG_TASK_BLOCKED) {
 			sh = enf_shared();
 			if (sh) {
+				enf_publish_begin(sh, si);
 				WRITE_ONCE(sh->task[si & (UMCG_SCX_MAX_TASKS - 1)].state,
 					   UMCG_TASK_RUNNING);
 				enf_announce(sh, si, gi);
@@ -1479,6 +1509,7 @@ int umcg_unregister(struct umcg_scx_unregister_args *args)
 	t->held = 0;
 	sh = enf_shared();
 	if (sh) {
+		enf_publish_begin(sh, idx);
 		WRITE_ONCE(sh->task[idx & (UMCG_SCX_MAX_TASKS - 1)].state,
 			   UMCG_TASK_NEW);
 		enf_announce(sh, idx, t->group);

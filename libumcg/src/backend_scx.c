@@ -18,6 +18,8 @@
  *
  *   published BLOCKED or RUNNABLE with a blocked_ns not seen before, of a
  *     worker outside libumcg (t->in_lib 0)          -> UMCG_EV_BLOCKED
+ *     (the scheduler stamps blocked_ns only for sleeps that began outside
+ *     libumcg: t->in_lib is read here only for older schedulers)
  *   published RUNNABLE (woken, held by the scheduler), the worker outside
  *     libumcg and BLOCKED for the runtime           -> UMCG_EV_WOKEN; it
  *     stays held until the runtime makes it RUNNING (C3)
@@ -33,7 +35,8 @@
  * A worker that slept in wait() (libumcg's futex wait) records the
  * blocked_ns of that sleep as seen (scx.base_bns) before it leaves
  * libumcg, so a server that looks late does not take the sleep for a
- * block of its next run.
+ * block of its next run (for schedulers that stamped such sleeps).
+ * Each look reads a slot whole (scx_snapshot()).
  *
  *   register   the "umcg_register" program (BPF_PROG_TEST_RUN, raw
  *              bpf(2): no libbpf here), then sched_setscheduler(SCHED_EXT)
@@ -538,6 +541,59 @@ static uint64_t scx_pub_bns(unsigned int slot)
 	return __atomic_load_n(&scx_task(slot)->blocked_ns, __ATOMIC_ACQUIRE);
 }
 
+static inline void scx_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* What one publish of a slot wrote, read whole (scx_snapshot()). */
+struct scx_snap {
+	uint64_t seq, bns;
+	uint32_t word, cpu;
+};
+
+/* Reads of a slot that catch a publish in progress before we give up. */
+#define SCX_SNAP_TRIES		1000
+
+/*
+ * Slot @slot as one publish left it: seq, then the fields, then the begin
+ * counter, which every publish moves ahead of seq before it writes and
+ * seq catches up with after (bpf/umcg_scx_enforce.h, UMCG_SCX_TASK_BEGIN).
+ * Begin equal to the seq read first: no publish touched the fields
+ * meanwhile.  A publish in progress has written its word but not moved
+ * seq yet: its word taken with the seq before it is seen as that older
+ * move, and the same word again with the new seq as a move of its own (a
+ * hold handled twice: the second time the worker read queued already and
+ * was released unpicked, C1).  False if a publish stayed in progress for
+ * all SCX_SNAP_TRIES reads (its writer lost its CPU): the caller looks
+ * again later; its seq moves when it is done.  Not sched_yield(): a
+ * server that yields runs dispatch, which releases a held worker when
+ * fair-class threads wait (enf_dispatch_contended()).  A scheduler that
+ * never writes begin (0) is read as before: seq equal before and after.
+ */
+static bool scx_snapshot(unsigned int slot, struct scx_snap *sn)
+{
+	const volatile struct umcg_task *ut = scx_task(slot);
+	uint64_t begin;
+
+	for (unsigned int i = 0; i < SCX_SNAP_TRIES; i++) {
+		sn->seq = scx_pub_seq(slot);
+		sn->word = __atomic_load_n(&ut->state, __ATOMIC_ACQUIRE);
+		sn->bns = scx_pub_bns(slot);
+		sn->cpu = __atomic_load_n(&ut->cpu, __ATOMIC_RELAXED);
+		atomic_thread_fence(memory_order_acquire);
+		begin = __atomic_load_n(&ut->reserved[UMCG_SCX_TASK_BEGIN], __ATOMIC_RELAXED);
+		if (begin == sn->seq || (!begin && sn->seq == scx_pub_seq(slot)))
+			return true;
+		scx_relax();
+	}
+	return false;
+}
+
 static int scx_init(struct umcg_group *g)
 {
 	struct scx_group *sg;
@@ -896,15 +952,6 @@ static int scx_wait(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns)
 	return ret;
 }
 
-static inline void scx_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 /*
  * Pick @tid (slot @slot) onto @cpu, as of the slot's seq @seq.  @woken:
  * the caller has just woken it from scx_wait(), and read @seq after that
@@ -1047,17 +1094,16 @@ static __thread uint64_t scx_preempt_seq;
 static bool scx_preempt_deferred(struct umcg_thread *self)
 {
 	int slot = scx_self_slot;
-	uint64_t seq;
-	uint32_t word;
+	struct scx_snap sn;
 
 	if (slot < 0 || slot >= UMCG_SCX_MAX_TASKS || atomic_load(&scx.gone))
 		return false;
-	seq = scx_pub_seq(slot);
-	word = __atomic_load_n(&scx_task(slot)->state, __ATOMIC_ACQUIRE);
-	if ((word & (UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) !=
-	    (UMCG_TASK_RUNNING | UMCG_TF_PREEMPT) || seq == scx_preempt_seq)
+	if (!scx_snapshot(slot, &sn))
 		return false;
-	scx_preempt_seq = seq;
+	if ((sn.word & (UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) !=
+	    (UMCG_TASK_RUNNING | UMCG_TF_PREEMPT) || sn.seq == scx_preempt_seq)
+		return false;
+	scx_preempt_seq = sn.seq;
 	return true;
 }
 
@@ -1092,17 +1138,17 @@ static bool scx_left_slot(struct umcg_core *c, struct umcg_thread *t)
  */
 static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread *t)
 {
-	const volatile struct umcg_task *ut = scx_task(slot);
+	struct scx_snap sn;
 	uint64_t seq, bns, base;
 	uint32_t st, word, cpu;
 	bool in_lib;
 
-	do {
-		seq = scx_pub_seq(slot);
-		word = __atomic_load_n(&ut->state, __ATOMIC_ACQUIRE);
-		bns = scx_pub_bns(slot);
-		cpu = __atomic_load_n(&ut->cpu, __ATOMIC_RELAXED);
-	} while (seq != scx_pub_seq(slot));
+	if (!scx_snapshot(slot, &sn))
+		return false;	/* still pending: the next look */
+	seq = sn.seq;
+	word = sn.word;
+	bns = sn.bns;
+	cpu = sn.cpu;
 	st = word & UMCG_TASK_STATE_MASK;
 	if (seq == atomic_load(&scx.last_seq[slot]))
 		return false;
