@@ -922,7 +922,10 @@ static __always_inline bool enf_dispatch_contended(s32 cpu)
 			if (scx_bpf_task_cpu(p) != cpu)
 				continue;
 			t = enf_task_of(p);
-			mine = t && READ_ONCE(t->held);
+			/* Not held: another mover's, between its unhold and its move. */
+			if (t && !READ_ONCE(t->held))
+				continue;
+			mine = !!t;
 			if (mine && !enf_unhold(t))
 				continue;
 			if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL, 0)) {
@@ -1072,12 +1075,20 @@ static __always_inline void enf_release_expired(u64 dsq, u64 now)
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct enf_task *t = enf_task_of(p);
 		s32 cpu = scx_bpf_task_cpu(p);
-
 		bool mine;
 
-		if (t && t->held && now - t->held_ns < UMCG_SCX_HOLD_MAX_NS)
+		/*
+		 * Signed: @now was read before the walk, and a hold that
+		 * began since on another CPU has a later held_ns (unsigned,
+		 * now - held_ns wrapped and released it at once, unpicked:
+		 * scx_backend_stress, a hold of 0.2 ms released by time).
+		 * A worker in the DSQ but not held is another mover's (its
+		 * unhold came first, its move comes next): not ours either.
+		 */
+		if (t && (!READ_ONCE(t->held) ||
+			  (s64)(now - READ_ONCE(t->held_ns)) < (s64)UMCG_SCX_HOLD_MAX_NS))
 			continue;
-		mine = t && READ_ONCE(t->held);
+		mine = !!t;
 		if (mine && !enf_unhold(t))
 			continue;
 		if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0)) {
