@@ -182,6 +182,13 @@ static struct {
 	/* Slot -> its worker sleeps in (or is about to sleep in) scx_wait(). */
 	_Atomic uint32_t in_wait[UMCG_SCX_MAX_TASKS];
 	/*
+	 * Slot -> what its next wake() picks, read by scx_wake_prepare()
+	 * before its worker was made RUNNING: the slot's seq, shifted left
+	 * by one, with bit 0 set if it was in scx_wait() then.  Written and
+	 * read by the one thread that hands the worker a core.
+	 */
+	_Atomic uint64_t wake_seq[UMCG_SCX_MAX_TASKS];
+	/*
 	 * One past the highest slot a worker of ours registered in: the
 	 * servers' scans stop there (the scheduler hands out the lowest
 	 * free slot).  Only grows; raised before the slot enters slots[].
@@ -987,14 +994,37 @@ static int scx_pick(pid_t tid, int slot, int cpu, bool woken, uint64_t seq)
 	return ret;
 }
 
+/*
+ * @t is about to be made RUNNING by the caller (backend.h): what its wake
+ * picks.  Not in scx_wake(): the waker may lose its CPU between making @t
+ * RUNNING and the pick, and @t, woken by the futex (or moved by its
+ * hold's end), may run on, block and be held again meanwhile; a seq read
+ * then named that new hold, which the pick moved: a block of @t's own
+ * ended by nobody's pick (C3), its user code run while libumcg had it
+ * queued (C1; traced in scx_backend_stress: a wake entered before a
+ * nanosleep() of its worker, picked the hold of that nanosleep 5 ms
+ * later).  Read here, @t is still held or asleep in scx_wait(): a worker
+ * not RUNNING does not leave libumcg.
+ */
+static void scx_wake_prepare(struct umcg_thread *t)
+{
+	int slot = scx_slot_of(t);
+	uint64_t seq;
+
+	if (slot < 0 || slot >= UMCG_SCX_MAX_TASKS)
+		return;
+	seq = __atomic_load_n(&scx_task(slot)->seq, __ATOMIC_SEQ_CST);
+	/* After seq: still in scx_wait() means seq was read during that sleep. */
+	atomic_store(&scx.wake_seq[slot], seq << 1 | !!atomic_load(&scx.in_wait[slot]));
+}
+
 /* All waiters: a plain thread in umcg_join() may sleep on the word too. */
 static void scx_wake(struct umcg_thread *t)
 {
 	struct umcg_group *g = t->group;
 	int core = atomic_load(&t->core);
 	int slot = scx_slot_of(t);
-	uint64_t seq;
-	bool woken;
+	uint64_t ws;
 
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
 	if (atomic_load(&scx.gone) || core < 0 || !g || slot < 0 ||
@@ -1003,17 +1033,16 @@ static void scx_wake(struct umcg_thread *t)
 	/*
 	 * The futex wake came first, so a failed pick loses nothing: at
 	 * worst the scheduler holds the thread until its hold time ends.
-	 * Once futex_wake() returned, a sleep in scx_wait() that it ended is
-	 * published (the scheduler's quiescent() ran before the wake-up
-	 * found the thread off its runqueue); a worker not in scx_wait()
-	 * any more ran on, and a later sleep of it is not ours to end.  A
-	 * worker not in scx_wait() is held (the policy picked it after its
-	 * wake-up was published): that hold, as of the seq read here.
+	 * The seq and in_wait were read before @t was made RUNNING
+	 * (scx_wake_prepare()): a worker in scx_wait() then is woken from
+	 * that sleep (whose end is published once futex_wake() returned:
+	 * quiescent() ran before the wake-up found it off its runqueue); a
+	 * worker not in it was held (the policy picked it after its wake-up
+	 * was published): that hold only.  Whatever it did since it ran on
+	 * is not ours to end (-ESTALE).
 	 */
-	seq = __atomic_load_n(&scx_task(slot)->seq, __ATOMIC_SEQ_CST);
-	/* After seq: still in scx_wait() means seq was read during that sleep. */
-	woken = atomic_load(&scx.in_wait[slot]);
-	scx_pick(t->tid, slot, g->cores[core].cpu, woken, seq);
+	ws = atomic_load(&scx.wake_seq[slot]);
+	scx_pick(t->tid, slot, g->cores[core].cpu, ws & 1, ws >> 1);
 }
 
 static int scx_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next)
@@ -1323,6 +1352,7 @@ const struct umcg_backend_ops umcg_backend_scx = {
 	.worker_release		= scx_worker_release,
 	.report_name		= scx_report_name,
 	.preempt_deferred	= scx_preempt_deferred,
+	.wake_prepare		= scx_wake_prepare,
 	.pin_by_waker		= true,
 	.kernel_moves		= false,
 	.runs_unpicked		= true,
