@@ -367,7 +367,23 @@ static __always_inline struct enf_slot *enf_slot_of(struct enf_task *t)
 	return bpf_map_lookup_elem(&slots, &idx);
 }
 
-/* Bump @slot's seq and set its bit in group @g's bitmap, after its word. */
+/*
+ * Open a publish of @slot: its begin counter (UMCG_SCX_TASK_BEGIN) goes one
+ * ahead of seq before any field of the slot is written; enf_announce()
+ * closes it.  Atomic, so a full barrier, and concurrent publishes of one
+ * slot (a hook and umcg_pick) each count: begin reads seq again only when
+ * every publish that began has been announced.
+ */
+static __always_inline void enf_publish_begin(struct umcg_scx_shared *sh, u32 slot)
+{
+	__sync_fetch_and_add(&sh->task[slot & (UMCG_SCX_MAX_TASKS - 1)]
+				      .reserved[UMCG_SCX_TASK_BEGIN], 1);
+}
+
+/*
+ * Close the publish of @slot opened by enf_publish_begin(): bump its seq
+ * and set its bit in group @g's bitmap, after its fields.
+ */
 static __always_inline void enf_announce(struct umcg_scx_shared *sh, u32 slot,
 					 u32 g)
 {
@@ -378,13 +394,14 @@ static __always_inline void enf_announce(struct umcg_scx_shared *sh, u32 slot,
 }
 
 /*
- * Publish @t's new @state into its slot: the word, then the timestamp,
- * then seq (atomic: a full barrier), then the group's event bit (atomic
- * OR, after everything it announces).
+ * Publish @t's new @state into its slot: begin (enf_publish_begin()), the
+ * word, then the timestamp, then seq (atomic: a full barrier), then the
+ * group's event bit (atomic OR, after everything it announces).
  */
 #define ENF_TS_NONE	0
 #define ENF_TS_BLOCKED	1	/* also set @cpu */
 #define ENF_TS_WOKEN	2
+#define ENF_TS_CPU	3	/* @cpu only: a sleep that is no block */
 
 static __always_inline void enf_publish(struct enf_task *t, u32 state,
 					int which_ns, u32 cpu)
@@ -402,10 +419,13 @@ static __always_inline void enf_publish(struct enf_task *t, u32 state,
 	if (!sh)
 		return;
 	ut = &sh->task[slot];
+	enf_publish_begin(sh, slot);
 	WRITE_ONCE(ut->state, state);
 	if (which_ns == ENF_TS_BLOCKED) {
 		ut->cpu = cpu;
 		ut->blocked_ns = bpf_ktime_get_ns();
+	} else if (which_ns == ENF_TS_CPU) {
+		ut->cpu = cpu;
 	} else if (which_ns == ENF_TS_WOKEN) {
 		ut->woken_ns = bpf_ktime_get_ns();
 	}
@@ -792,7 +812,16 @@ static __always_inline void enf_quiescent(struct task_struct *p)
 	t->slice_out = 0;
 	t->lib_sleep = t->lib_nohold && enf_in_lib_read(p, t);
 	cpu = bpf_get_smp_processor_id();
-	enf_publish(t, UMCG_TASK_BLOCKED, ENF_TS_BLOCKED, cpu);
+	/*
+	 * A sleep inside libumcg is no block: no new blocked_ns, which is
+	 * what the library takes for one.  Its servers must not decide that
+	 * from the in_lib word when they look: by then the worker may have
+	 * woken (not held), left libumcg and run user code, and a block
+	 * taken for it gave its core away while it ran (C1, seen in
+	 * scx_backend_stress: two workers' loops on one core).
+	 */
+	enf_publish(t, UMCG_TASK_BLOCKED, t->lib_sleep ? ENF_TS_CPU : ENF_TS_BLOCKED,
+		    cpu);
 	enf_stat(UMCG_SCX_ENF_BLOCK);
 	/*
 	 * This CPU's next dispatch runs its held server: no kick needed.
@@ -897,7 +926,10 @@ static __always_inline bool enf_dispatch_contended(s32 cpu)
 			if (scx_bpf_task_cpu(p) != cpu)
 				continue;
 			t = enf_task_of(p);
-			mine = t && READ_ONCE(t->held);
+			/* Not held: another mover's, between its unhold and its move. */
+			if (t && !READ_ONCE(t->held))
+				continue;
+			mine = !!t;
 			if (mine && !enf_unhold(t))
 				continue;
 			if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL, 0)) {
@@ -1047,12 +1079,20 @@ static __always_inline void enf_release_expired(u64 dsq, u64 now)
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct enf_task *t = enf_task_of(p);
 		s32 cpu = scx_bpf_task_cpu(p);
-
 		bool mine;
 
-		if (t && t->held && now - t->held_ns < UMCG_SCX_HOLD_MAX_NS)
+		/*
+		 * Signed: @now was read before the walk, and a hold that
+		 * began since on another CPU has a later held_ns (unsigned,
+		 * now - held_ns wrapped and released it at once, unpicked:
+		 * scx_backend_stress, a hold of 0.2 ms released by time).
+		 * A worker in the DSQ but not held is another mover's (its
+		 * unhold came first, its move comes next): not ours either.
+		 */
+		if (t && (!READ_ONCE(t->held) ||
+			  (s64)(now - READ_ONCE(t->held_ns)) < (s64)UMCG_SCX_HOLD_MAX_NS))
 			continue;
-		mine = t && READ_ONCE(t->held);
+		mine = !!t;
 		if (mine && !enf_unhold(t))
 			continue;
 		if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0)) {
@@ -1393,6 +1433,7 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 		    UMCG_TASK_BLOCKED) {
 			sh = enf_shared();
 			if (sh) {
+				enf_publish_begin(sh, si);
 				WRITE_ONCE(sh->task[si & (UMCG_SCX_MAX_TASKS - 1)].state,
 					   UMCG_TASK_RUNNING);
 				enf_announce(sh, si, gi);
@@ -1483,6 +1524,7 @@ int umcg_unregister(struct umcg_scx_unregister_args *args)
 	t->held = 0;
 	sh = enf_shared();
 	if (sh) {
+		enf_publish_begin(sh, idx);
 		WRITE_ONCE(sh->task[idx & (UMCG_SCX_MAX_TASKS - 1)].state,
 			   UMCG_TASK_NEW);
 		enf_announce(sh, idx, t->group);

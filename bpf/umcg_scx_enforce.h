@@ -53,6 +53,14 @@
  * "shared", mapped read-only by processes
  * @task:   one struct umcg_task per slot (uapi/umcg.h); the scheduler
  *          writes @state, @server_tid, @cpu, @blocked_ns, @woken_ns, @seq
+ *          and reserved[UMCG_SCX_TASK_BEGIN], the begin counter: every
+ *          publish adds one to it (atomic) before it writes the slot's
+ *          fields and one to @seq (atomic) after, so a reader that reads
+ *          @seq, then the fields, then begin, and finds begin equal to
+ *          that @seq, read the fields of that one publish, whole.  (Seq
+ *          alone cannot tell: a publish in progress has written its
+ *          word but not yet moved @seq, and the word would be taken for
+ *          the move before it.)
  * @events: per group, one bit per slot, set (atomic OR, after the state
  *          word and @seq) when the scheduler moves that slot's state
  *
@@ -61,6 +69,8 @@
  * cannot be cleared by the library yet (the map is read-only): it compares
  * @seq instead.
  */
+#define UMCG_SCX_TASK_BEGIN	0	/* index into umcg_task.reserved */
+
 struct umcg_scx_shared {
 	struct umcg_task	task[UMCG_SCX_MAX_TASKS];
 	__u64			events[UMCG_SCX_MAX_GROUPS][UMCG_SCX_EVENT_WORDS];
@@ -175,7 +185,8 @@ struct umcg_scx_pick_args {
 /*
  * With UMCG_REGISTER_WORKER: a sleep that begins while the word at @in_lib
  * reads non-zero (read in ops.quiescent, which runs as the worker) is
- * published BLOCKED as any, but its wake-up is not held: the worker is
+ * published BLOCKED with a new seq and cpu but the blocked_ns of the
+ * worker's last block (it is no block), and its wake-up is not held: the worker is
  * published RUNNING (new seq) and runs on the CPU it wakes on.  The worker
  * may hold locks there that its server needs, kernel ones included (a
  * page fault that reads a file page holds the page's lock: a server

@@ -94,6 +94,12 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  *                     lasted too long is released, lest the watchdog eject
  *                     the scheduler); such a worker waits for its pick at
  *                     its next libumcg call
+ * @wake_prepare:      optional: called by the thread about to make @t
+ *                     RUNNING (and then wake() it), before it does: @t
+ *                     cannot have run on since it was queued or parked
+ *                     (scx: the hold that wake() may end is the one seen
+ *                     here; the waker can lose its CPU before wake(), and
+ *                     @t may run, block and be held again meanwhile)
  * @preempt_deferred:  optional: called by @self as it leaves libumcg; true
  *                     when the kernel found @self's time slice used up
  *                     while it was inside and let it run on (scx): it
@@ -119,6 +125,7 @@ struct umcg_backend_ops {
 	void (*worker_gone)(struct umcg_group *g, struct umcg_thread *t);
 	const char *(*report_name)(struct umcg_group *g);
 	bool (*preempt_deferred)(struct umcg_thread *self);
+	void (*wake_prepare)(struct umcg_thread *t);
 	bool pin_by_waker;
 	bool kernel_moves;
 	bool runs_unpicked;

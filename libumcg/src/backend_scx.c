@@ -18,6 +18,8 @@
  *
  *   published BLOCKED or RUNNABLE with a blocked_ns not seen before, of a
  *     worker outside libumcg (t->in_lib 0)          -> UMCG_EV_BLOCKED
+ *     (the scheduler stamps blocked_ns only for sleeps that began outside
+ *     libumcg: t->in_lib is read here only for older schedulers)
  *   published RUNNABLE (woken, held by the scheduler), the worker outside
  *     libumcg and BLOCKED for the runtime           -> UMCG_EV_WOKEN; it
  *     stays held until the runtime makes it RUNNING (C3)
@@ -33,7 +35,8 @@
  * A worker that slept in wait() (libumcg's futex wait) records the
  * blocked_ns of that sleep as seen (scx.base_bns) before it leaves
  * libumcg, so a server that looks late does not take the sleep for a
- * block of its next run.
+ * block of its next run (for schedulers that stamped such sleeps).
+ * Each look reads a slot whole (scx_snapshot()).
  *
  *   register   the "umcg_register" program (BPF_PROG_TEST_RUN, raw
  *              bpf(2): no libbpf here), then sched_setscheduler(SCHED_EXT)
@@ -178,6 +181,13 @@ static struct {
 	_Atomic uint64_t base_bns[UMCG_SCX_MAX_TASKS];
 	/* Slot -> its worker sleeps in (or is about to sleep in) scx_wait(). */
 	_Atomic uint32_t in_wait[UMCG_SCX_MAX_TASKS];
+	/*
+	 * Slot -> what its next wake() picks, read by scx_wake_prepare()
+	 * before its worker was made RUNNING: the slot's seq, shifted left
+	 * by one, with bit 0 set if it was in scx_wait() then.  Written and
+	 * read by the one thread that hands the worker a core.
+	 */
+	_Atomic uint64_t wake_seq[UMCG_SCX_MAX_TASKS];
 	/*
 	 * One past the highest slot a worker of ours registered in: the
 	 * servers' scans stop there (the scheduler hands out the lowest
@@ -538,6 +548,59 @@ static uint64_t scx_pub_bns(unsigned int slot)
 	return __atomic_load_n(&scx_task(slot)->blocked_ns, __ATOMIC_ACQUIRE);
 }
 
+static inline void scx_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+/* What one publish of a slot wrote, read whole (scx_snapshot()). */
+struct scx_snap {
+	uint64_t seq, bns;
+	uint32_t word, cpu;
+};
+
+/* Reads of a slot that catch a publish in progress before we give up. */
+#define SCX_SNAP_TRIES		1000
+
+/*
+ * Slot @slot as one publish left it: seq, then the fields, then the begin
+ * counter, which every publish moves ahead of seq before it writes and
+ * seq catches up with after (bpf/umcg_scx_enforce.h, UMCG_SCX_TASK_BEGIN).
+ * Begin equal to the seq read first: no publish touched the fields
+ * meanwhile.  A publish in progress has written its word but not moved
+ * seq yet: its word taken with the seq before it is seen as that older
+ * move, and the same word again with the new seq as a move of its own (a
+ * hold handled twice: the second time the worker read queued already and
+ * was released unpicked, C1).  False if a publish stayed in progress for
+ * all SCX_SNAP_TRIES reads (its writer lost its CPU): the caller looks
+ * again later; its seq moves when it is done.  Not sched_yield(): a
+ * server that yields runs dispatch, which releases a held worker when
+ * fair-class threads wait (enf_dispatch_contended()).  A scheduler that
+ * never writes begin (0) is read as before: seq equal before and after.
+ */
+static bool scx_snapshot(unsigned int slot, struct scx_snap *sn)
+{
+	const volatile struct umcg_task *ut = scx_task(slot);
+	uint64_t begin;
+
+	for (unsigned int i = 0; i < SCX_SNAP_TRIES; i++) {
+		sn->seq = scx_pub_seq(slot);
+		sn->word = __atomic_load_n(&ut->state, __ATOMIC_ACQUIRE);
+		sn->bns = scx_pub_bns(slot);
+		sn->cpu = __atomic_load_n(&ut->cpu, __ATOMIC_RELAXED);
+		atomic_thread_fence(memory_order_acquire);
+		begin = __atomic_load_n(&ut->reserved[UMCG_SCX_TASK_BEGIN], __ATOMIC_RELAXED);
+		if (begin == sn->seq || (!begin && sn->seq == scx_pub_seq(slot)))
+			return true;
+		scx_relax();
+	}
+	return false;
+}
+
 static int scx_init(struct umcg_group *g)
 {
 	struct scx_group *sg;
@@ -896,15 +959,6 @@ static int scx_wait(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns)
 	return ret;
 }
 
-static inline void scx_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 /*
  * Pick @tid (slot @slot) onto @cpu, as of the slot's seq @seq.  @woken:
  * the caller has just woken it from scx_wait(), and read @seq after that
@@ -940,14 +994,37 @@ static int scx_pick(pid_t tid, int slot, int cpu, bool woken, uint64_t seq)
 	return ret;
 }
 
+/*
+ * @t is about to be made RUNNING by the caller (backend.h): what its wake
+ * picks.  Not in scx_wake(): the waker may lose its CPU between making @t
+ * RUNNING and the pick, and @t, woken by the futex (or moved by its
+ * hold's end), may run on, block and be held again meanwhile; a seq read
+ * then named that new hold, which the pick moved: a block of @t's own
+ * ended by nobody's pick (C3), its user code run while libumcg had it
+ * queued (C1; traced in scx_backend_stress: a wake entered before a
+ * nanosleep() of its worker, picked the hold of that nanosleep 5 ms
+ * later).  Read here, @t is still held or asleep in scx_wait(): a worker
+ * not RUNNING does not leave libumcg.
+ */
+static void scx_wake_prepare(struct umcg_thread *t)
+{
+	int slot = scx_slot_of(t);
+	uint64_t seq;
+
+	if (slot < 0 || slot >= UMCG_SCX_MAX_TASKS)
+		return;
+	seq = __atomic_load_n(&scx_task(slot)->seq, __ATOMIC_SEQ_CST);
+	/* After seq: still in scx_wait() means seq was read during that sleep. */
+	atomic_store(&scx.wake_seq[slot], seq << 1 | !!atomic_load(&scx.in_wait[slot]));
+}
+
 /* All waiters: a plain thread in umcg_join() may sleep on the word too. */
 static void scx_wake(struct umcg_thread *t)
 {
 	struct umcg_group *g = t->group;
 	int core = atomic_load(&t->core);
 	int slot = scx_slot_of(t);
-	uint64_t seq;
-	bool woken;
+	uint64_t ws;
 
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
 	if (atomic_load(&scx.gone) || core < 0 || !g || slot < 0 ||
@@ -956,17 +1033,16 @@ static void scx_wake(struct umcg_thread *t)
 	/*
 	 * The futex wake came first, so a failed pick loses nothing: at
 	 * worst the scheduler holds the thread until its hold time ends.
-	 * Once futex_wake() returned, a sleep in scx_wait() that it ended is
-	 * published (the scheduler's quiescent() ran before the wake-up
-	 * found the thread off its runqueue); a worker not in scx_wait()
-	 * any more ran on, and a later sleep of it is not ours to end.  A
-	 * worker not in scx_wait() is held (the policy picked it after its
-	 * wake-up was published): that hold, as of the seq read here.
+	 * The seq and in_wait were read before @t was made RUNNING
+	 * (scx_wake_prepare()): a worker in scx_wait() then is woken from
+	 * that sleep (whose end is published once futex_wake() returned:
+	 * quiescent() ran before the wake-up found it off its runqueue); a
+	 * worker not in it was held (the policy picked it after its wake-up
+	 * was published): that hold only.  Whatever it did since it ran on
+	 * is not ours to end (-ESTALE).
 	 */
-	seq = __atomic_load_n(&scx_task(slot)->seq, __ATOMIC_SEQ_CST);
-	/* After seq: still in scx_wait() means seq was read during that sleep. */
-	woken = atomic_load(&scx.in_wait[slot]);
-	scx_pick(t->tid, slot, g->cores[core].cpu, woken, seq);
+	ws = atomic_load(&scx.wake_seq[slot]);
+	scx_pick(t->tid, slot, g->cores[core].cpu, ws & 1, ws >> 1);
 }
 
 static int scx_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next)
@@ -1047,17 +1123,16 @@ static __thread uint64_t scx_preempt_seq;
 static bool scx_preempt_deferred(struct umcg_thread *self)
 {
 	int slot = scx_self_slot;
-	uint64_t seq;
-	uint32_t word;
+	struct scx_snap sn;
 
 	if (slot < 0 || slot >= UMCG_SCX_MAX_TASKS || atomic_load(&scx.gone))
 		return false;
-	seq = scx_pub_seq(slot);
-	word = __atomic_load_n(&scx_task(slot)->state, __ATOMIC_ACQUIRE);
-	if ((word & (UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) !=
-	    (UMCG_TASK_RUNNING | UMCG_TF_PREEMPT) || seq == scx_preempt_seq)
+	if (!scx_snapshot(slot, &sn))
 		return false;
-	scx_preempt_seq = seq;
+	if ((sn.word & (UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) !=
+	    (UMCG_TASK_RUNNING | UMCG_TF_PREEMPT) || sn.seq == scx_preempt_seq)
+		return false;
+	scx_preempt_seq = sn.seq;
 	return true;
 }
 
@@ -1092,17 +1167,17 @@ static bool scx_left_slot(struct umcg_core *c, struct umcg_thread *t)
  */
 static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread *t)
 {
-	const volatile struct umcg_task *ut = scx_task(slot);
+	struct scx_snap sn;
 	uint64_t seq, bns, base;
 	uint32_t st, word, cpu;
 	bool in_lib;
 
-	do {
-		seq = scx_pub_seq(slot);
-		word = __atomic_load_n(&ut->state, __ATOMIC_ACQUIRE);
-		bns = scx_pub_bns(slot);
-		cpu = __atomic_load_n(&ut->cpu, __ATOMIC_RELAXED);
-	} while (seq != scx_pub_seq(slot));
+	if (!scx_snapshot(slot, &sn))
+		return false;	/* still pending: the next look */
+	seq = sn.seq;
+	word = sn.word;
+	bns = sn.bns;
+	cpu = sn.cpu;
 	st = word & UMCG_TASK_STATE_MASK;
 	if (seq == atomic_load(&scx.last_seq[slot]))
 		return false;
@@ -1277,6 +1352,7 @@ const struct umcg_backend_ops umcg_backend_scx = {
 	.worker_release		= scx_worker_release,
 	.report_name		= scx_report_name,
 	.preempt_deferred	= scx_preempt_deferred,
+	.wake_prepare		= scx_wake_prepare,
 	.pin_by_waker		= true,
 	.kernel_moves		= false,
 	.runs_unpicked		= true,

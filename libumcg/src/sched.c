@@ -290,8 +290,11 @@ static void umcg_pin_to_core(struct umcg_thread *t)
 /* RUNNABLE (held by the caller) -> RUNNING, keeping the flags but PREEMPT. */
 static void umcg_set_running(struct umcg_thread *t)
 {
+	const struct umcg_backend_ops *b = t->group ? t->group->backend : NULL;
 	uint32_t s;
 
+	if (b && b->wake_prepare)
+		b->wake_prepare(t);
 	umcg_pin_to_core(t);
 	umcg_run_begin(t);
 	s = umcg_thread_load_state(t);
