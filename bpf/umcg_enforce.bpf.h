@@ -545,40 +545,43 @@ static __always_inline void enf_tick(struct task_struct *p)
 }
 
 /*
- * Is worker @p inside the code its in_lib word guards?  Read from the
- * worker's own memory, so only when it is current (its dispatch and its
- * enqueue from put_prev are); otherwise, or if the word cannot be read
- * without a fault, assume it is: a preemption there could hold it with a
- * lock its server needs, while a deferred one costs a slice.
+ * Worker @p's in_lib word: 1 non-zero, 0 zero (or no word registered), -1
+ * unknown.  Read from the worker's own memory, so only when it is current
+ * (its dispatch, its enqueue from put_prev, its quiescent as it falls
+ * asleep); unknown otherwise, or if it cannot be read without a fault.
  */
-static __always_inline bool enf_in_lib(struct task_struct *p,
-				       struct enf_task *t)
+static __always_inline int enf_in_lib_word(struct task_struct *p,
+					   struct enf_task *t)
 {
 	u32 v = 0;
 
 	if (!t->in_lib)
-		return false;
-	if ((u32)bpf_get_current_pid_tgid() != (u32)p->pid)
-		return true;
-	if (bpf_probe_read_user(&v, sizeof(v), (void *)t->in_lib))
-		return true;
+		return 0;
+	if ((u32)bpf_get_current_pid_tgid() != (u32)p->pid ||
+	    bpf_probe_read_user(&v, sizeof(v), (void *)t->in_lib))
+		return -1;
 	return v != 0;
 }
 
 /*
- * Does worker @p's in_lib word read non-zero?  Only as @p (current), and
- * false if it cannot be read without a fault: a hold is then the default.
+ * Is worker @p inside the code its in_lib word guards?  Unknown counts as
+ * inside: a preemption there could hold it with a lock its server needs,
+ * while a deferred one costs a slice.
+ */
+static __always_inline bool enf_in_lib(struct task_struct *p,
+				       struct enf_task *t)
+{
+	return enf_in_lib_word(p, t) != 0;
+}
+
+/*
+ * Does worker @p's in_lib word read non-zero?  Unknown counts as outside:
+ * a hold is then the default.
  */
 static __always_inline bool enf_in_lib_read(struct task_struct *p,
 					    struct enf_task *t)
 {
-	u32 v = 0;
-
-	if (!t->in_lib || (u32)bpf_get_current_pid_tgid() != (u32)p->pid)
-		return false;
-	if (bpf_probe_read_user(&v, sizeof(v), (void *)t->in_lib))
-		return false;
-	return v != 0;
+	return enf_in_lib_word(p, t) > 0;
 }
 
 /* Fair-class tasks are queued on the runqueue being dispatched for. */
