@@ -8,6 +8,8 @@
  *
  *   umcg_group.server_lock
  *     umcg_group.waitq[i].lock (wake_up() of the poked server)
+ *   umcg_group.waitq[i].lock (the staged worker's, woken by a hand-off;
+ *                             taken with no other umcg lock held)
  *
  * Contexts:
  *   umcg_worker_sleeping()  the scheduler hook (hook.c), in the worker,
@@ -20,7 +22,11 @@
  * Every move of a slot's state word is made by the slot's own thread (the
  * hook and the task works run in it), so they never race each other; the
  * library's own moves race them and every kernel move is a cmpxchg from
- * the state it expects.
+ * the state it expects.  The one exception is the hand-off
+ * (umcg_handoff()): a blocking worker moves the staged worker RUNNABLE ->
+ * RUNNING, after claiming it from its server's @next_slot; a staged worker
+ * sleeps in a umcg wait (or is on its way into one, in libumcg), so it
+ * makes no move of its own meanwhile.
  *
  * Why the wait to be picked is TASK_KILLABLE: task_work_run() runs work
  * queued by a running callback before it returns, so a callback cannot
@@ -69,33 +75,41 @@ void umcg_wake_slot(struct umcg_group *grp, unsigned int idx, int wake_flags)
 }
 
 /*
+ * The slot index of the server the kernel pokes about worker @slot: the
+ * one in its server_tid if that is a registered server of the group, else
+ * (@exact false) the group's first; -1 if none.  grp->server_lock held.
+ */
+static int umcg_server_of(struct umcg_slot *slot, bool exact)
+{
+	struct umcg_group *grp = slot->grp;
+	u32 stid = READ_ONCE(grp->tasks[slot->idx].server_tid);
+	unsigned int i;
+
+	for (i = 0; i < grp->nr_servers; i++)
+		if (grp->slots[grp->servers[i]].tid == stid)
+			return grp->servers[i];
+	return !exact && grp->nr_servers ? grp->servers[0] : -1;
+}
+
+/*
  * Tell the library that slot @slot's state moved: set its event bit, then
- * poke its server (the one in its server_tid, else the group's first):
- * store RUNNING into the server's word and wake it if it read otherwise.
- * The bit is set before the poke, and both are full barriers, so a server
- * that stored RUNNABLE into its word and then found no bit is woken.
+ * poke its server (umcg_server_of()): store RUNNING into the server's word
+ * and wake it if it read otherwise.  The bit is set before the poke, and
+ * both are full barriers, so a server that stored RUNNABLE into its word
+ * and then found no bit is woken.
  */
 static void umcg_event(struct umcg_slot *slot)
 {
 	struct umcg_group *grp = slot->grp;
-	u32 stid = READ_ONCE(grp->tasks[slot->idx].server_tid);
 	struct umcg_task *st;
-	int sidx = -1;
-	unsigned int i;
+	int sidx;
 	u32 s;
 
 	set_bit(slot->idx, grp->events);
 	smp_mb__after_atomic();
 
 	spin_lock(&grp->server_lock);
-	for (i = 0; i < grp->nr_servers; i++) {
-		if (grp->slots[grp->servers[i]].tid == stid) {
-			sidx = grp->servers[i];
-			break;
-		}
-	}
-	if (sidx < 0 && grp->nr_servers)
-		sidx = grp->servers[0];
+	sidx = umcg_server_of(slot, false);
 	if (sidx >= 0) {
 		st = &grp->tasks[sidx];
 		s = READ_ONCE(st->state);
@@ -108,6 +122,70 @@ static void umcg_event(struct umcg_slot *slot)
 			umcg_wake_slot(grp, sidx, 0);
 	}
 	spin_unlock(&grp->server_lock);
+}
+
+/*
+ * Is slot @idx of @grp a live registered worker whose word reads
+ * RUNNABLE?  Under RCU(-sched): the slot's task is reached through its
+ * struct pid, which task.c puts only after a grace period.
+ */
+static bool umcg_slot_stageable(struct umcg_group *grp, u32 idx)
+{
+	struct umcg_slot *slot = &grp->slots[idx];
+	struct pid *pid = READ_ONCE(slot->pid);
+	struct task_struct *tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
+
+	return tsk && tsk == READ_ONCE(slot->task) &&
+	       READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER &&
+	       !(tsk->flags & PF_EXITING) &&
+	       umcg_state_of(READ_ONCE(grp->tasks[idx].state)) ==
+	       UMCG_TASK_RUNNABLE;
+}
+
+/*
+ * Worker @slot (current) has just moved to BLOCKED: give its core to the
+ * worker staged on its server's word (uapi/umcg.h, "The staged next
+ * worker"), if any.  Claims the stage with one compare-and-swap, makes the
+ * staged worker RUNNING and wakes it on this CPU.  Returns true if it did:
+ * the block's event is then queued without a poke.
+ */
+static bool umcg_handoff(struct umcg_slot *slot)
+{
+	struct umcg_group *grp = slot->grp;
+	struct umcg_task *st, *tt;
+	u32 next, idx, s;
+	int sidx;
+
+	spin_lock(&grp->server_lock);
+	sidx = umcg_server_of(slot, true);
+	spin_unlock(&grp->server_lock);
+	if (sidx < 0)
+		return false;
+	st = &grp->tasks[sidx];
+	next = READ_ONCE(st->next_slot);
+	if (!next || (next & UMCG_NEXT_TAKEN))
+		return false;
+	idx = UMCG_NEXT_IDX(next);
+	if (idx >= UMCG_KMOD_MAX_TASKS || idx == slot->idx ||
+	    !umcg_slot_stageable(grp, idx))
+		return false;
+	if (!try_cmpxchg(&st->next_slot, &next, next | UMCG_NEXT_TAKEN))
+		return false;	/* taken back by the library meanwhile */
+
+	tt = &grp->tasks[idx];
+	s = READ_ONCE(tt->state);
+	do {
+		if (umcg_state_of(s) != UMCG_TASK_RUNNABLE) {
+			/* The library broke the protocol: undo, poke. */
+			WRITE_ONCE(st->next_slot, next);
+			return false;
+		}
+	} while (!try_cmpxchg(&tt->state, &s,
+			      (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
+			      UMCG_TASK_RUNNING));
+	WRITE_ONCE(tt->seq, READ_ONCE(tt->seq) + 1);
+	umcg_wake_slot(grp, idx, UMCG_WF_CURRENT_CPU);
+	return true;
 }
 
 /* Record a kernel move of @task to @state (from @old); the caller owns it. */
@@ -184,7 +262,10 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 	} while (!umcg_move(task, &s, UMCG_TASK_BLOCKED, 0));
 	WRITE_ONCE(task->cpu, raw_smp_processor_id());
 	WRITE_ONCE(task->blocked_ns, ktime_get_ns());
-	umcg_event(slot);
+	if (umcg_handoff(slot))
+		set_bit(slot->idx, slot->grp->events);
+	else
+		umcg_event(slot);
 	umcg_work_queue(slot, current, &slot->resume_work, UMCG_WORK_RESUME,
 			TWA_RESUME);
 }

@@ -125,6 +125,9 @@
  * @woken_ns:   w: CLOCK_MONOTONIC time of the last BLOCKED -> RUNNABLE
  * @seq:        w: incremented on every state change made by the kernel,
  *              after the change: a count, not a version of @state
+ * @next_slot:  r/w, a server's word only: the worker staged to run next
+ *              on the server's core (UMCG_FEATURE_HANDOFF, below)
+ * @pad:        must be zero
  * @reserved:   must be zero
  *
  * One per thread, UMCG_TASK_ALIGN-aligned so that no two threads' words
@@ -139,8 +142,36 @@ struct umcg_task {
 	__u64	blocked_ns;
 	__u64	woken_ns;
 	__u64	seq;
-	__u64	reserved[3];
+	__u32	next_slot;
+	__u32	pad;
+	__u64	reserved[2];
 };
+
+/*
+ * The staged next worker (UMCG_FEATURE_HANDOFF).  A server's @next_slot
+ * names, as UMCG_NEXT_SLOT(i) for slot i, one worker that the library has
+ * taken from its run queue for the server's core and that waits (RUNNABLE)
+ * to run there; 0 stages nobody.  When a worker whose @server_tid is that
+ * server blocks (its move RUNNING -> BLOCKED), the kernel claims the staged
+ * worker with one compare-and-swap of @next_slot to UMCG_NEXT_TAKEN | slot,
+ * moves the staged worker's word RUNNABLE -> RUNNING (clearing
+ * UMCG_TF_PREEMPT, incrementing its @seq), wakes it on the blocker's CPU
+ * and sets the blocker's event bit *without* poking the server: the core
+ * went from the blocker to the staged worker in one context switch.  With
+ * nothing staged (0, or a slot already taken) the block pokes the server
+ * as before.
+ *
+ * Who writes what: the library stages by storing slot over a 0 (one
+ * stager per core at a time), takes a staged worker back with a
+ * compare-and-swap slot -> 0, and acknowledges a hand-off with
+ * UMCG_NEXT_TAKEN | slot -> 0; the kernel only ever moves slot ->
+ * UMCG_NEXT_TAKEN | slot.  A staged slot that is not a live registered
+ * worker of the group reading RUNNABLE is not run (the block pokes the
+ * server, and @next_slot is left as it was).
+ */
+#define UMCG_NEXT_TAKEN		0x80000000U
+#define UMCG_NEXT_SLOT(idx)	((__u32)(idx) + 1)
+#define UMCG_NEXT_IDX(next)	(((next) & ~UMCG_NEXT_TAKEN) - 1)
 
 /* Feature bits of struct umcg_info.features. */
 #define UMCG_FEATURE_INFO	(1ULL << 0)	/* UMCG_IOC_GET_INFO */
@@ -149,6 +180,7 @@ struct umcg_task {
 #define UMCG_FEATURE_SWITCH	(1ULL << 3)	/* UMCG_IOC_SWITCH */
 #define UMCG_FEATURE_BLOCK	(1ULL << 4)	/* kernel moves and events */
 #define UMCG_FEATURE_PREEMPT	(1ULL << 5)	/* UMCG_IOC_PREEMPT */
+#define UMCG_FEATURE_HANDOFF	(1ULL << 6)	/* struct umcg_task.next_slot */
 
 /**
  * struct umcg_info - argument of UMCG_IOC_GET_INFO

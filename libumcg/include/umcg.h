@@ -210,6 +210,8 @@ void **umcg_thread_policy_data(umcg_thread_t *t);
  * @preempts:  time-slice preemptions (C6)
  * @steals:    runnable workers a core took from another core's queue
  * @live:      workers not yet done
+ * @handoffs:  blocks whose core the kernel gave straight to the worker
+ *             staged next on it, without waking the server (kmod)
  */
 struct umcg_stats {
 	uint64_t spawned;
@@ -221,6 +223,7 @@ struct umcg_stats {
 	uint64_t preempts;
 	uint64_t steals;
 	uint64_t live;
+	uint64_t handoffs;
 };
 
 /* Fills *@st; -ESRCH before umcg_init(). */

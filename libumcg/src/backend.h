@@ -100,6 +100,21 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  *                     (scx: the hold that wake() may end is the one seen
  *                     here; the waker can lose its CPU before wake(), and
  *                     @t may run, block and be held again meanwhile)
+ * @stage_free:        optional (a kernel that runs a staged next worker
+ *                     itself when the core's worker blocks, sched.c "Staged
+ *                     next worker"): true when @c can take a staged worker
+ *                     now (its server's word is registered, nothing is
+ *                     staged or awaits acknowledgement); any thread
+ * @stage:             offer @t, RUNNABLE and held by the caller (the one
+ *                     refiller of @c), as @c's next worker; called only
+ *                     after stage_free() said true, and cannot fail
+ * @stage_ran:         under @c->lock: the staged worker the kernel has run
+ *                     on @c since it was staged (its word reads RUNNING or
+ *                     later), the record acknowledged; NULL if none
+ * @unstage:           under @c->lock: take back the worker still staged on
+ *                     @c if it is @want (NULL: whichever), which the caller
+ *                     then holds; NULL if none (or the kernel ran it: see
+ *                     stage_ran)
  * @preempt_deferred:  optional: called by @self as it leaves libumcg; true
  *                     when the kernel found @self's time slice used up
  *                     while it was inside and let it run on (scx): it
@@ -126,6 +141,10 @@ struct umcg_backend_ops {
 	const char *(*report_name)(struct umcg_group *g);
 	bool (*preempt_deferred)(struct umcg_thread *self);
 	void (*wake_prepare)(struct umcg_thread *t);
+	bool (*stage_free)(struct umcg_core *c);
+	void (*stage)(struct umcg_core *c, struct umcg_thread *t);
+	struct umcg_thread *(*stage_ran)(struct umcg_core *c);
+	struct umcg_thread *(*unstage)(struct umcg_core *c, struct umcg_thread *want);
 	bool pin_by_waker;
 	bool kernel_moves;
 	bool runs_unpicked;

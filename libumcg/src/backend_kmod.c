@@ -20,6 +20,10 @@
  *              only if there is none; whoever wants it to look stores
  *              RUNNING (the kernel does the same) and wakes it with
  *              UMCG_IOC_WAKE only if the word did not read RUNNING
+ *   hand-off   a busy core's next worker is staged in its server's
+ *              next_slot (sched.c, "Staged next worker"); when the core's
+ *              worker blocks, the kernel runs it there at once and pokes
+ *              nobody
  *   slice      the server of a core whose owner ran past the group's time
  *              slice sets UMCG_TF_PREEMPT on the owner's word and calls
  *              UMCG_IOC_PREEMPT (C6); it sleeps with a timeout for that
@@ -84,10 +88,16 @@ static struct {
 	.fd = -1,
 };
 
-/* A server's doorbell: its own state word, NULL until registered. */
+/*
+ * A server's doorbell: its own state word, NULL until registered.  Its
+ * @next_slot is the core's stage (uapi/umcg.h, "The staged next worker");
+ * @staged is the thread whose slot it names, written by the refiller
+ * before it stages, read under the core's lock once the word is non-zero.
+ */
 struct kmod_server {
 	struct umcg_task *_Atomic task;
 	_Atomic pid_t tid;
+	struct umcg_thread *_Atomic staged;
 };
 
 struct kmod_group {
@@ -112,6 +122,69 @@ static int kmod_slot_of(const struct umcg_thread *t)
 	if (!kmod.tasks || ut < kmod.tasks || ut >= kmod.tasks + kmod.max_tasks)
 		return -1;
 	return (int)(ut - kmod.tasks);
+}
+
+/* The stage of core @c: its server's next_slot, NULL if it has none. */
+static _Atomic uint32_t *kmod_next_slot(struct umcg_core *c, struct kmod_server **srv)
+{
+	struct kmod_group *kg = c->group->backend_priv;
+	struct umcg_task *ut;
+
+	if (!kg || !(kmod.features & UMCG_FEATURE_HANDOFF))
+		return NULL;
+	*srv = &kg->servers[c->idx];
+	ut = atomic_load(&(*srv)->task);
+	return ut ? (_Atomic uint32_t *)&ut->next_slot : NULL;
+}
+
+static bool kmod_stage_free(struct umcg_core *c)
+{
+	struct kmod_server *srv;
+	_Atomic uint32_t *next = kmod_next_slot(c, &srv);
+
+	return next && !atomic_load(next);
+}
+
+static void kmod_stage(struct umcg_core *c, struct umcg_thread *t)
+{
+	struct kmod_server *srv;
+	_Atomic uint32_t *next = kmod_next_slot(c, &srv);
+
+	atomic_store(&srv->staged, t);
+	/* Only the one refiller moves the word off 0 (stage_free() said 0). */
+	atomic_store(next, UMCG_NEXT_SLOT(kmod_slot_of(t)));
+}
+
+static struct umcg_thread *kmod_stage_ran(struct umcg_core *c)
+{
+	struct kmod_server *srv;
+	_Atomic uint32_t *next = kmod_next_slot(c, &srv);
+	uint32_t n;
+
+	if (!next)
+		return NULL;
+	n = atomic_load(next);
+	if (!(n & UMCG_NEXT_TAKEN) || !atomic_compare_exchange_strong(next, &n, 0))
+		return NULL;
+	return atomic_load(&srv->staged);
+}
+
+static struct umcg_thread *kmod_unstage(struct umcg_core *c, struct umcg_thread *want)
+{
+	struct kmod_server *srv;
+	_Atomic uint32_t *next = kmod_next_slot(c, &srv);
+	struct umcg_thread *t;
+	uint32_t n;
+
+	if (!next)
+		return NULL;
+	n = atomic_load(next);
+	if (!n || (n & UMCG_NEXT_TAKEN))
+		return NULL;
+	t = atomic_load(&srv->staged);
+	if ((want && t != want) || !atomic_compare_exchange_strong(next, &n, 0))
+		return NULL;	/* another's, or the kernel just ran it */
+	return t;
 }
 
 static int kmod_probe(const char **why)
@@ -398,6 +471,24 @@ static void kmod_worker_gone(struct umcg_group *g, struct umcg_thread *t)
 	kmod_worker_forget(t, false);
 }
 
+/* umcg_fini() let @t go: no core's stage may name it any more. */
+static void kmod_unstage_released(struct umcg_group *g, struct umcg_thread *t)
+{
+	for (unsigned int i = 0; i < g->nr_cores; i++) {
+		struct umcg_core *c = &g->cores[i];
+		struct kmod_server *srv;
+		_Atomic uint32_t *next = kmod_next_slot(c, &srv);
+		uint32_t n;
+
+		if (!next || atomic_load(&srv->staged) != t)
+			continue;
+		/* Staged and not run: nobody holds it now but this release. */
+		n = UMCG_NEXT_SLOT(kmod_slot_of(t));
+		if (atomic_compare_exchange_strong(next, &n, 0))
+			umcg_ref_put(t);
+	}
+}
+
 /*
  * umcg_fini() let @t go, all servers stopped: take its word out of the
  * kernel's hands.  RUNNING or BLOCKED: PARKED, which the kernel does not
@@ -416,6 +507,8 @@ static void kmod_worker_release(struct umcg_group *g, struct umcg_thread *t)
 
 	if (kmod_slot_of(t) < 0)
 		return;
+	kmod_unstage_released(g, t);
+	s = atomic_load(w);
 	for (;;) {
 		switch (umcg_state_of(s)) {
 		case UMCG_TASK_RUNNING:
@@ -489,6 +582,7 @@ static uint64_t kmod_slice_check(struct umcg_group *g, struct umcg_core *c, uint
 	uint32_t s;
 
 	pthread_mutex_lock(&c->lock);
+	umcg_core_sync_locked(c);
 	t = c->current;
 	if (!t) {
 		pthread_mutex_unlock(&c->lock);
@@ -698,6 +792,10 @@ const struct umcg_backend_ops umcg_backend_kmod = {
 	.worker_unreserve	= kmod_worker_unreserve,
 	.worker_release		= kmod_worker_release,
 	.worker_gone		= kmod_worker_gone,
+	.stage_free		= kmod_stage_free,
+	.stage			= kmod_stage,
+	.stage_ran		= kmod_stage_ran,
+	.unstage		= kmod_unstage,
 	.pin_by_waker		= true,
 	.kernel_moves		= true,
 };

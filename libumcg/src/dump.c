@@ -35,6 +35,7 @@ int umcg_stats(struct umcg_stats *st)
 	st->blocks = atomic_load(&g->stats.blocks);
 	st->preempts = atomic_load(&g->stats.preempts);
 	st->steals = atomic_load(&g->stats.steals);
+	st->handoffs = atomic_load(&g->stats.handoffs);
 	st->live = atomic_load(&g->stats.live);
 	return 0;
 }

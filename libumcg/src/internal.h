@@ -122,6 +122,12 @@ struct umcg_core {
 	/* Monitor's view: when current got the core, and a switch counter. */
 	_Atomic uint64_t run_since_ns;
 	_Atomic uint64_t nr_switches;
+	/*
+	 * Staged next worker (sched.c): set while one thread refills the
+	 * stage; the run number (t->kmove) of the run the stage began.
+	 */
+	_Atomic uint32_t refilling;
+	_Atomic uint64_t stage_run;
 	struct umcg_group *group;
 } __attribute__((aligned(UMCG_CACHELINE)));
 
@@ -146,7 +152,7 @@ struct umcg_group {
 
 	struct {
 		_Atomic uint64_t spawned, exited, switches, yields, parks;
-		_Atomic uint64_t blocks, preempts, steals, live;
+		_Atomic uint64_t blocks, preempts, steals, live, handoffs;
 	} stats;
 
 	_Atomic int dump_signal;
@@ -198,6 +204,8 @@ int umcg_sched_unpark(struct umcg_thread *t, int waker_core);
 int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t);
 void umcg_sched_exit(struct umcg_thread *self);
 void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flags);
+void umcg_core_sync_locked(struct umcg_core *c);
+void umcg_core_refill(struct umcg_core *c);
 int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_timeout_ns);
 void *umcg_server_main(void *arg);
 void umcg_core_kick_idle(struct umcg_group *g, int core, int start);

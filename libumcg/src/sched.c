@@ -45,8 +45,31 @@
  * compare-and-swap of t->kmove under the lock of the thread's core, so
  * each duty is done once, in the run it belongs to.
  *
- * Lock order: core->lock is a leaf.  It is never held across a policy
- * callback; a backend's server_wake() may be called under it.
+ * Staged next worker.  With a backend whose kernel runs a core's next
+ * worker itself when the core's worker blocks (umcg_backend_ops.stage_*:
+ * kmod with UMCG_FEATURE_HANDOFF), each busy core may have one thread
+ * taken from the policy and *staged*: offered to the kernel, which on the
+ * owner's block makes it RUNNING and runs it there in one context switch,
+ * without waking the server.  Whoever changes the run queue refills the
+ * stage (umcg_core_refill(): a waker after its enqueue, the server after a
+ * pick), one refiller per core at a time (core->refilling), and only while
+ * no core of the group is idle (an idle core's server takes work from the
+ * policy instead).  A staged thread is held by the stage, as a picked one
+ * by its picker: its run is begun when it is staged (STAGED in t->kmove
+ * instead of STARTING: its word reads RUNNABLE until it runs), and it
+ * leaves the stage in one of three ways, each under core->lock: the
+ * kernel ran it, which the next holder of the lock acknowledges and
+ * records (umcg_core_sync_locked(): it becomes core->current, its run has
+ * started); a pick takes it back first (umcg_pick(): the stage is the head
+ * of the core's queue; an idle core's server may take another core's); or
+ * a directed switch claims it (umcg_claim()).  Every path that changes or
+ * reads a core's owner under core->lock syncs first, so core->current is
+ * stale only in the one way that does no harm: it names the worker that
+ * blocked while its successor already runs.
+ *
+ * Lock order: core->lock is a leaf, but for one core's lock taken inside
+ * another's never.  It is never held across a policy callback; a backend's
+ * server_wake() may be called under it.
  */
 #include <errno.h>
 #include <limits.h>
@@ -113,7 +136,7 @@ void umcg_core_kick_idle(struct umcg_group *g, int core, int start)
  * nobody, until umcg_core_run() makes it @c's owner and only then RUNNING:
  * a thread must never run before the core is recorded as its.
  */
-static struct umcg_thread *umcg_pick(struct umcg_core *c)
+static struct umcg_thread *umcg_policy_pick(struct umcg_core *c)
 {
 	struct umcg_group *g = c->group;
 	struct umcg_thread *t;
@@ -148,6 +171,7 @@ static void umcg_wake_put(struct umcg_group *g, struct umcg_thread *t)
 static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 {
 	pthread_mutex_lock(&c->lock);
+	umcg_core_sync_locked(c);
 	__atomic_store_n(&c->current, t, __ATOMIC_SEQ_CST);
 	atomic_fetch_add(&c->nr_switches, 1);
 	atomic_store(&c->run_since_ns, umcg_now_ns());
@@ -164,6 +188,8 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 #define UMCG_KMOVE_EXITED	(1ULL << 2)	/* its exit was reported */
 #define UMCG_KMOVE_LIB		(1ULL << 3)	/* it left RUNNING itself */
 #define UMCG_KMOVE_STARTING	(1ULL << 4)	/* being made RUNNING */
+#define UMCG_KMOVE_STAGED	(1ULL << 5)	/* staged: not running yet */
+#define UMCG_KMOVE_KHELD	(1ULL << 6)	/* ... out of the kernel's hold */
 #define UMCG_KMOVE_RUN_SHIFT	8
 
 static bool umcg_kmoves(const struct umcg_thread *t)
@@ -315,6 +341,136 @@ static void umcg_core_run(struct umcg_core *c, struct umcg_thread *t)
 }
 
 /*
+ * Is a RUNNABLE @t, whose t->kmove reads @k, waiting in the kernel's hold
+ * (the kernel moved it there in its current run)?
+ */
+static bool umcg_kmove_kernel_held(uint64_t k)
+{
+	if (k & UMCG_KMOVE_STAGED)
+		return k & UMCG_KMOVE_KHELD;
+	return (k >> UMCG_KMOVE_RUN_SHIFT) && !(k & (UMCG_KMOVE_LIB | UMCG_KMOVE_STARTING));
+}
+
+/* Begin the run of @t, held by the refiller of @c, as a staged one. */
+static void umcg_run_begin_staged(struct umcg_core *c, struct umcg_thread *t)
+{
+	uint64_t k = atomic_load(&t->kmove), next;
+
+	do {
+		next = ((k >> UMCG_KMOVE_RUN_SHIFT) + 1) << UMCG_KMOVE_RUN_SHIFT |
+		       UMCG_KMOVE_STAGED |
+		       (umcg_kmove_kernel_held(k) ? UMCG_KMOVE_KHELD : 0);
+	} while (!atomic_compare_exchange_weak(&t->kmove, &k, next));
+	atomic_store(&c->stage_run, next >> UMCG_KMOVE_RUN_SHIFT);
+	umcg_run_prepare(t);
+}
+
+/*
+ * Under c->lock: if the kernel ran @c's staged worker (its owner blocked),
+ * record it as @c's owner, its run as started, and drop the stage's
+ * reference.
+ */
+void umcg_core_sync_locked(struct umcg_core *c)
+{
+	struct umcg_group *g = c->group;
+	struct umcg_thread *t;
+	uint64_t k, run;
+
+	if (!g->backend->stage_ran || !(t = g->backend->stage_ran(c)))
+		return;
+	run = atomic_load(&c->stage_run);
+	k = atomic_load(&t->kmove);
+	while ((k >> UMCG_KMOVE_RUN_SHIFT) == run && (k & UMCG_KMOVE_STAGED) &&
+	       !atomic_compare_exchange_weak(&t->kmove, &k,
+					     k & ~(UMCG_KMOVE_STAGED | UMCG_KMOVE_KHELD)))
+		;
+	__atomic_store_n(&c->current, t, __ATOMIC_SEQ_CST);
+	atomic_fetch_add(&c->nr_switches, 1);
+	atomic_store(&c->run_since_ns, umcg_now_ns());
+	atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats.switches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats.handoffs, 1, memory_order_relaxed);
+	umcg_set_state_time(t);
+	umcg_ref_put(t);
+}
+
+/*
+ * Take back the thread staged on @c if it is @want (NULL: whichever): the
+ * caller holds it (with the stage's reference), as if it had picked it.
+ */
+static struct umcg_thread *umcg_core_unstage(struct umcg_core *c, struct umcg_thread *want)
+{
+	const struct umcg_backend_ops *b = c->group->backend;
+	struct umcg_thread *t;
+
+	if (!b->unstage)
+		return NULL;
+	pthread_mutex_lock(&c->lock);
+	umcg_core_sync_locked(c);
+	t = b->unstage(c, want);
+	pthread_mutex_unlock(&c->lock);
+	return t;
+}
+
+/* Any core idle (owned by its server)? */
+static bool umcg_group_has_idle(struct umcg_group *g)
+{
+	for (unsigned int i = 0; i < g->nr_cores; i++)
+		if (!__atomic_load_n(&g->cores[i].current, __ATOMIC_SEQ_CST))
+			return true;
+	return false;
+}
+
+/*
+ * Stage the policy's next thread for @c, if @c is busy, has room, and no
+ * core of the group is idle.  Any thread; one refiller per core at once.
+ */
+void umcg_core_refill(struct umcg_core *c)
+{
+	struct umcg_group *g = c->group;
+	const struct umcg_backend_ops *b = g->backend;
+	struct umcg_thread *t;
+
+	if (!b->stage_free || atomic_load(&g->stopping) || umcg_group_has_idle(g))
+		return;
+	if (atomic_exchange(&c->refilling, 1))
+		return;
+	if (b->stage_free(c) && (t = umcg_policy_pick(c))) {
+		umcg_pin_to_core(t);
+		umcg_run_begin_staged(c, t);
+		b->stage(c, t);
+		/* @c went idle meanwhile: its server takes the stage. */
+		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST))
+			umcg_server_kick(c);
+	}
+	atomic_store(&c->refilling, 0);
+}
+
+/*
+ * The next thread for @c, held by the caller: @c's staged one, else the
+ * policy's, else, for an idle @c (the server picks), another core's staged
+ * one.
+ */
+static struct umcg_thread *umcg_pick(struct umcg_core *c)
+{
+	struct umcg_group *g = c->group;
+	struct umcg_thread *t;
+
+	if (!g->backend->unstage)
+		return umcg_policy_pick(c);
+	t = umcg_core_unstage(c, NULL);
+	if (!t)
+		t = umcg_policy_pick(c);
+	for (unsigned int i = 1; !t && i < g->nr_cores &&
+	     !__atomic_load_n(&c->current, __ATOMIC_SEQ_CST); i++) {
+		t = umcg_core_unstage(&g->cores[(c->idx + i) % g->nr_cores], NULL);
+		if (t)
+			atomic_store(&t->core, c->idx);
+	}
+	return t;
+}
+
+/*
  * @self owns @c and its state just left RUNNING: give @c to the policy's
  * next thread, or back to the server.
  */
@@ -342,6 +498,10 @@ void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flag
 	umcg_set_state_time(t);
 	core = g->policy->enqueue(g->policy_priv, t, waker_core, flags);
 	umcg_core_kick_idle(g, core, waker_core);
+	if (core < 0)
+		core = waker_core;
+	if (g->backend->stage_free && core >= 0 && (unsigned int)core < g->nr_cores)
+		umcg_core_refill(&g->cores[core]);
 }
 
 /* Run on the CPU of the core we were given (only when it changed). */
@@ -648,6 +808,18 @@ int umcg_sched_unpark(struct umcg_thread *t, int waker_core)
 	}
 }
 
+/* umcg_claim() of a RUNNABLE @t that is staged on a core: take it back. */
+static bool umcg_claim_staged(struct umcg_thread *t)
+{
+	struct umcg_group *g = t->group;
+	int idx = atomic_load(&t->core);
+
+	if (!g->backend->unstage || idx < 0 || !umcg_core_unstage(&g->cores[idx], t))
+		return false;
+	umcg_ref_put(t);	/* the stage's: the claim holds its own */
+	return true;
+}
+
 /*
  * Claim @t for a directed switch onto @core: take it from whoever holds it
  * (a park, or the policy), leaving it RUNNABLE and held by the caller, as
@@ -669,6 +841,8 @@ static int umcg_claim(struct umcg_thread *t, int core)
 			break;
 		case UMCG_TASK_RUNNABLE:
 			if (g->policy->remove(g->policy_priv, t))
+				break;
+			if (umcg_claim_staged(t))
 				break;
 			umcg_ref_put(t);
 			return -EBUSY;	/* a server is picking it */
@@ -868,7 +1042,13 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 			return;		/* never ran: nothing the kernel moves */
 		tc = &g->cores[idx];
 		pthread_mutex_lock(&tc->lock);
+		umcg_core_sync_locked(tc);
 		k = atomic_load(&t->kmove);
+		if (k & UMCG_KMOVE_STAGED) {
+			/* Still staged (not run): nothing moved in this run. */
+			pthread_mutex_unlock(&tc->lock);
+			return;
+		}
 		if (k & UMCG_KMOVE_STARTING) {
 			/* Its word is about to read RUNNING: look again then. */
 			pthread_mutex_unlock(&tc->lock);
@@ -949,7 +1129,7 @@ bool umcg_kernel_made_runnable(const struct umcg_thread *t)
 	uint64_t k = atomic_load(&((struct umcg_thread *)t)->kmove);
 
 	return umcg_state_of(umcg_thread_load_state(t)) == UMCG_TASK_RUNNABLE &&
-	       (k >> UMCG_KMOVE_RUN_SHIFT) && !(k & (UMCG_KMOVE_LIB | UMCG_KMOVE_STARTING));
+	       umcg_kmove_kernel_held(k);
 }
 
 void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev)
@@ -1035,6 +1215,7 @@ void *umcg_server_main(void *arg)
 			t = umcg_pick(c);
 			if (t) {
 				umcg_core_run(c, t);
+				umcg_core_refill(c);
 				/*
 				 * There may be more: let another idle core look
 				 * (it steals or goes back to sleep), as one kick
@@ -1043,6 +1224,8 @@ void *umcg_server_main(void *arg)
 				umcg_core_kick_idle(g, -1, c->idx + 1);
 				continue;
 			}
+		} else {
+			umcg_core_refill(c);
 		}
 		g->backend->server_wait(c, seq);
 	}

@@ -21,7 +21,9 @@ TEST(task_layout)
 	EXPECT_EQ(16, offsetof(struct umcg_task, blocked_ns));
 	EXPECT_EQ(24, offsetof(struct umcg_task, woken_ns));
 	EXPECT_EQ(32, offsetof(struct umcg_task, seq));
-	EXPECT_EQ(40, offsetof(struct umcg_task, reserved));
+	EXPECT_EQ(40, offsetof(struct umcg_task, next_slot));
+	EXPECT_EQ(44, offsetof(struct umcg_task, pad));
+	EXPECT_EQ(48, offsetof(struct umcg_task, reserved));
 	EXPECT_EQ(UMCG_TASK_ALIGN, sizeof(struct umcg_task));
 }
 

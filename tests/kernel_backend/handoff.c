@@ -7,7 +7,15 @@
  * keeps the core.  One managed core, "fifo" policy, a kernel backend
  * (kernel_backend.h: "kmod" or "scx").
  * Asserted by the order of CLOCK_MONOTONIC timestamps, never by durations.
+ *
+ * staged_next_runs_without_the_server (kmod): a worker that blocks while
+ * another is staged next on its core gives the core to it in the kernel,
+ * without waking the server: counted by umcg_stats().handoffs and by the
+ * server thread's own context switches (/proc), never by time.
  */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -151,6 +159,130 @@ TEST_F_TIMEOUT(handoff, read_blocks_then_waits_for_the_policy, 100)
 	EXPECT_LT(atomic_load(&r->a_start_ns), atomic_load(&r->write_ns));
 	EXPECT_LT(atomic_load(&r->write_ns), atomic_load(&r->a_end_ns));
 	EXPECT_LT(atomic_load(&r->a_end_ns), atomic_load(&r->b_return_ns));
+}
+
+struct st_run {
+	int pipefd[2];
+	umcg_thread_t *a, *b;
+	_Atomic int ran;	/* B's runs, each after A blocked */
+	_Atomic int a_not_blocked;	/* B ran while A was not BLOCKED (C1) */
+	_Atomic int stop;
+	_Atomic int err;
+};
+
+#define ST_ROUNDS	200
+
+/* B: parked until A unparks it, then runs once A blocks. */
+static void *st_b(void *arg)
+{
+	struct st_run *r = arg;
+
+	for (;;) {
+		umcg_park();
+		if (atomic_load(&r->stop))
+			return NULL;
+		if (umcg_thread_state(r->a) != UMCG_STATE_BLOCKED)
+			atomic_fetch_add(&r->a_not_blocked, 1);
+		atomic_fetch_add(&r->ran, 1);
+	}
+}
+
+/* A: stages B (the unpark queues it on A's busy core), then blocks. */
+static void *st_a(void *arg)
+{
+	struct st_run *r = arg;
+	char c;
+
+	for (int i = 0; i < ST_ROUNDS; i++) {
+		umcg_unpark(r->b);
+		if (read(r->pipefd[0], &c, 1) != 1) {
+			atomic_store(&r->err, -EIO);
+			break;
+		}
+	}
+	atomic_store(&r->stop, 1);
+	umcg_unpark(r->b);
+	return NULL;
+}
+
+/* Voluntary context switches of this process's thread named @comm, -1. */
+static long st_thread_nvcsw(const char *comm)
+{
+	char path[300], line[128];
+	struct dirent *de;
+	long n = -1;
+	DIR *d = opendir("/proc/self/task");
+
+	while (d && n < 0 && (de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(line, sizeof(line), f) || strncmp(line, comm, strlen(comm)) ||
+		    line[strlen(comm)] != '\n') {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+				break;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+TEST_F_TIMEOUT(handoff, staged_next_runs_without_the_server, 200)
+{
+	struct st_run r = { .pipefd = { self->run.pipefd[0], self->run.pipefd[1] } };
+	struct umcg_stats before, after;
+	long srv0, srv1;
+	int i;
+
+#ifdef KB_BACKEND_SCX
+	SKIP(return, "the scx backend stages no next worker yet");
+#endif
+	ASSERT_EQ(0, umcg_spawn(&r.b, NULL, st_b, &r));
+	ASSERT_TRUE(HO_WAIT(umcg_thread_state(r.b) == UMCG_STATE_PARKED));
+	srv0 = st_thread_nvcsw("umcg-server-0");
+	ASSERT_LE(0, srv0);
+	ASSERT_EQ(0, umcg_stats(&before));
+	ASSERT_EQ(0, umcg_spawn(&r.a, NULL, st_a, &r));
+	/* Each round: B ran (A is blocked in read()), then A may go on. */
+	for (i = 0; i < ST_ROUNDS; i++) {
+		if (!HO_WAIT(atomic_load(&r.ran) > i))
+			break;
+		ASSERT_EQ(1, write(r.pipefd[1], "x", 1));
+	}
+	EXPECT_EQ(ST_ROUNDS, i) {
+		umcg_dump(stderr);
+	}
+	ASSERT_EQ(0, umcg_join(r.a, NULL));
+	ASSERT_EQ(0, umcg_join(r.b, NULL));
+	srv1 = st_thread_nvcsw("umcg-server-0");
+	ASSERT_EQ(0, umcg_stats(&after));
+	EXPECT_EQ(0, atomic_load(&r.err));
+	EXPECT_EQ(0, atomic_load(&r.a_not_blocked));
+	TH_LOG("%d rounds: %llu hand-offs in the kernel, %llu blocks, server woke %ld times",
+	       ST_ROUNDS, (unsigned long long)(after.handoffs - before.handoffs),
+	       (unsigned long long)(after.blocks - before.blocks), srv1 - srv0);
+	/* Every round's block went to the staged B in the kernel ... */
+	EXPECT_LE(ST_ROUNDS * 9 / 10, after.handoffs - before.handoffs);
+	/*
+	 * ... so the server runs twice a round (B's park leaves the core
+	 * idle; A's wake-up is queued by it), not three times (also to run
+	 * B when A blocks) as when it made every hand-off.
+	 */
+	EXPECT_GT(ST_ROUNDS * 5 / 2, srv1 - srv0);
 }
 
 TEST_HARNESS_MAIN
