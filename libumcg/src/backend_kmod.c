@@ -471,24 +471,6 @@ static void kmod_worker_gone(struct umcg_group *g, struct umcg_thread *t)
 	kmod_worker_forget(t, false);
 }
 
-/* umcg_fini() let @t go: no core's stage may name it any more. */
-static void kmod_unstage_released(struct umcg_group *g, struct umcg_thread *t)
-{
-	for (unsigned int i = 0; i < g->nr_cores; i++) {
-		struct umcg_core *c = &g->cores[i];
-		struct kmod_server *srv;
-		_Atomic uint32_t *next = kmod_next_slot(c, &srv);
-		uint32_t n;
-
-		if (!next || atomic_load(&srv->staged) != t)
-			continue;
-		/* Staged and not run: nobody holds it now but this release. */
-		n = UMCG_NEXT_SLOT(kmod_slot_of(t));
-		if (atomic_compare_exchange_strong(next, &n, 0))
-			umcg_ref_put(t);
-	}
-}
-
 /*
  * umcg_fini() let @t go, all servers stopped: take its word out of the
  * kernel's hands.  RUNNING or BLOCKED: PARKED, which the kernel does not
@@ -507,8 +489,6 @@ static void kmod_worker_release(struct umcg_group *g, struct umcg_thread *t)
 
 	if (kmod_slot_of(t) < 0)
 		return;
-	kmod_unstage_released(g, t);
-	s = atomic_load(w);
 	for (;;) {
 		switch (umcg_state_of(s)) {
 		case UMCG_TASK_RUNNING:

@@ -206,6 +206,7 @@ void umcg_sched_exit(struct umcg_thread *self);
 void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flags);
 void umcg_core_sync_locked(struct umcg_core *c);
 void umcg_core_refill(struct umcg_core *c);
+void umcg_stage_drop_all(struct umcg_group *g);
 int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_timeout_ns);
 void *umcg_server_main(void *arg);
 void umcg_core_kick_idle(struct umcg_group *g, int core, int start);

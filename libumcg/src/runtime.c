@@ -354,6 +354,7 @@ int umcg_fini(void)
 		umcg_server_kick(&g->cores[i]);
 		pthread_join(g->cores[i].server, NULL);
 	}
+	umcg_stage_drop_all(g);
 	g->backend->fini(g);
 
 	/* Release the workers still alive: plain threads from now on. */

@@ -89,9 +89,25 @@ uint64_t umcg_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/*
+ * The dump's "time in state": a coarse clock (the last tick's time, a
+ * memory read in the vDSO), never later than umcg_now_ns().
+ */
 static void umcg_set_state_time(struct umcg_thread *t)
 {
-	atomic_store_explicit(&t->state_since_ns, umcg_now_ns(), memory_order_relaxed);
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	atomic_store_explicit(&t->state_since_ns,
+			      (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec,
+			      memory_order_relaxed);
+}
+
+/* @c's owner changed: its time slice (C6) starts now, if the group has one. */
+static void umcg_core_slice_start(struct umcg_core *c)
+{
+	if (c->group->time_slice_ns)
+		atomic_store(&c->run_since_ns, umcg_now_ns());
 }
 
 void umcg_server_kick(struct umcg_core *c)
@@ -174,7 +190,7 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 	umcg_core_sync_locked(c);
 	__atomic_store_n(&c->current, t, __ATOMIC_SEQ_CST);
 	atomic_fetch_add(&c->nr_switches, 1);
-	atomic_store(&c->run_since_ns, umcg_now_ns());
+	umcg_core_slice_start(c);
 	pthread_mutex_unlock(&c->lock);
 	if (t) {
 		atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
@@ -386,7 +402,7 @@ void umcg_core_sync_locked(struct umcg_core *c)
 		;
 	__atomic_store_n(&c->current, t, __ATOMIC_SEQ_CST);
 	atomic_fetch_add(&c->nr_switches, 1);
-	atomic_store(&c->run_since_ns, umcg_now_ns());
+	umcg_core_slice_start(c);
 	atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g->stats.switches, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g->stats.handoffs, 1, memory_order_relaxed);
@@ -431,11 +447,12 @@ void umcg_core_refill(struct umcg_core *c)
 	const struct umcg_backend_ops *b = g->backend;
 	struct umcg_thread *t;
 
-	if (!b->stage_free || atomic_load(&g->stopping) || umcg_group_has_idle(g))
+	if (!b->stage_free || umcg_group_has_idle(g))
 		return;
 	if (atomic_exchange(&c->refilling, 1))
 		return;
-	if (b->stage_free(c) && (t = umcg_policy_pick(c))) {
+	/* After the flag: umcg_stage_drop_all() waits for it or is seen. */
+	if (!atomic_load(&g->stopping) && b->stage_free(c) && (t = umcg_policy_pick(c))) {
 		umcg_pin_to_core(t);
 		umcg_run_begin_staged(c, t);
 		b->stage(c, t);
@@ -444,6 +461,28 @@ void umcg_core_refill(struct umcg_core *c)
 			umcg_server_kick(c);
 	}
 	atomic_store(&c->refilling, 0);
+}
+
+/*
+ * umcg_fini(), every server stopped (g->stopping set): empty every stage.
+ * A staged thread the kernel ran is recorded as running; one still staged
+ * is left RUNNABLE, held by nobody, for the release of the group's threads
+ * (its STAGED run says whether it waits in the kernel's hold).
+ */
+void umcg_stage_drop_all(struct umcg_group *g)
+{
+	if (!g->backend->unstage)
+		return;
+	for (unsigned int i = 0; i < g->nr_cores; i++) {
+		struct umcg_core *c = &g->cores[i];
+		struct umcg_thread *t;
+
+		while (atomic_load(&c->refilling))
+			sched_yield();
+		t = umcg_core_unstage(c, NULL);
+		if (t)
+			umcg_ref_put(t);
+	}
 }
 
 /*
