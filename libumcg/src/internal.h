@@ -128,6 +128,13 @@ struct umcg_core {
 	 */
 	_Atomic uint32_t refilling;
 	_Atomic uint64_t stage_run;
+	/*
+	 * Counters of what happened on this core (umcg_stats() adds them up):
+	 * per core, so that no switch writes a cache line shared by all.
+	 */
+	struct {
+		_Atomic uint64_t switches, yields, parks;
+	} stats;
 	struct umcg_group *group;
 } __attribute__((aligned(UMCG_CACHELINE)));
 
@@ -150,8 +157,9 @@ struct umcg_group {
 	pthread_mutex_t threads_lock;
 	struct cds_list_head threads;
 
+	/* Group-wide counters; the per-switch ones are per core (c->stats). */
 	struct {
-		_Atomic uint64_t spawned, exited, switches, yields, parks;
+		_Atomic uint64_t spawned, exited;
 		_Atomic uint64_t blocks, preempts, steals, live, handoffs;
 	} stats;
 

@@ -39,4 +39,5 @@ const struct umcg_policy_ops umcg_policy_fifo = {
 	.enqueue	= fifo_enqueue,
 	.pick		= fifo_pick,
 	.remove		= fifo_remove,
+	.flags		= UMCG_POLICY_STAGE | UMCG_POLICY_ANY_CORE,
 };

@@ -47,4 +47,5 @@ const struct umcg_policy_ops umcg_policy_pinned = {
 	.enqueue	= pinned_enqueue,
 	.pick		= pinned_pick,
 	.remove		= pinned_remove,
+	.flags		= UMCG_POLICY_STAGE,
 };

@@ -55,4 +55,5 @@ const struct umcg_policy_ops umcg_policy_steal = {
 	.enqueue	= steal_enqueue,
 	.pick		= steal_pick,
 	.remove		= steal_remove,
+	.flags		= UMCG_POLICY_STAGE | UMCG_POLICY_ANY_CORE,
 };

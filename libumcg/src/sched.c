@@ -52,16 +52,18 @@
  * owner's block makes it RUNNING and runs it there in one context switch,
  * without waking the server.  Whoever changes the run queue refills the
  * stage (umcg_core_refill(): a waker after its enqueue, the server after a
- * pick), one refiller per core at a time (core->refilling), and only while
- * no core of the group is idle (an idle core's server takes work from the
- * policy instead).  A staged thread is held by the stage, as a picked one
+ * pick), one refiller per core at a time (core->refilling), only with a
+ * policy whose pick stays right as threads are enqueued (UMCG_POLICY_STAGE)
+ * and only while no core of the group is idle (an idle core's server takes
+ * work from the policy instead).  A staged thread is held by the stage, as a picked one
  * by its picker: its run is begun when it is staged (STAGED in t->kmove
  * instead of STARTING: its word reads RUNNABLE until it runs), and it
  * leaves the stage in one of three ways, each under core->lock: the
  * kernel ran it, which the next holder of the lock acknowledges and
  * records (umcg_core_sync_locked(): it becomes core->current, its run has
  * started); a pick takes it back first (umcg_pick(): the stage is the head
- * of the core's queue; an idle core's server may take another core's); or
+ * of the core's queue; an idle core's server may take another core's, when
+ * the policy pins nothing, UMCG_POLICY_ANY_CORE); or
  * a directed switch claims it (umcg_claim()).  Every path that changes or
  * reads a core's owner under core->lock syncs first, so core->current is
  * stale only in the one way that does no harm: it names the worker that
@@ -194,7 +196,7 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 	pthread_mutex_unlock(&c->lock);
 	if (t) {
 		atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&c->group->stats.switches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->stats.switches, 1, memory_order_relaxed);
 	}
 }
 
@@ -404,7 +406,7 @@ void umcg_core_sync_locked(struct umcg_core *c)
 	atomic_fetch_add(&c->nr_switches, 1);
 	umcg_core_slice_start(c);
 	atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats.switches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats.switches, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g->stats.handoffs, 1, memory_order_relaxed);
 	umcg_set_state_time(t);
 	umcg_ref_put(t);
@@ -447,7 +449,8 @@ void umcg_core_refill(struct umcg_core *c)
 	const struct umcg_backend_ops *b = g->backend;
 	struct umcg_thread *t;
 
-	if (!b->stage_free || umcg_group_has_idle(g))
+	if (!b->stage_free || !(g->policy->flags & UMCG_POLICY_STAGE) ||
+	    umcg_group_has_idle(g))
 		return;
 	if (atomic_exchange(&c->refilling, 1))
 		return;
@@ -500,8 +503,8 @@ static struct umcg_thread *umcg_pick(struct umcg_core *c)
 	t = umcg_core_unstage(c, NULL);
 	if (!t)
 		t = umcg_policy_pick(c);
-	for (unsigned int i = 1; !t && i < g->nr_cores &&
-	     !__atomic_load_n(&c->current, __ATOMIC_SEQ_CST); i++) {
+	for (unsigned int i = 1; !t && (g->policy->flags & UMCG_POLICY_ANY_CORE) &&
+	     i < g->nr_cores && !__atomic_load_n(&c->current, __ATOMIC_SEQ_CST); i++) {
 		t = umcg_core_unstage(&g->cores[(c->idx + i) % g->nr_cores], NULL);
 		if (t)
 			atomic_store(&t->core, c->idx);
@@ -774,7 +777,7 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 		atomic_fetch_add_explicit(&self->nr_preempts, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
 	} else {
-		atomic_fetch_add_explicit(&g->stats.yields, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->stats.yields, 1, memory_order_relaxed);
 	}
 	/* Queued before @next runs: a RUNNABLE thread is always held (C5). */
 	umcg_make_runnable(self, c->idx, why);
@@ -799,7 +802,7 @@ void umcg_worker_preempt(struct umcg_thread *self)
  */
 int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 {
-	struct umcg_group *g = self->group;
+	bool timed_out = false;
 	struct umcg_core *c;
 	uint32_t s;
 	int ret;
@@ -807,21 +810,25 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	ret = umcg_leave_running(self, UMCG_TASK_PARKED, true, &c);
 	if (ret)
 		return ret == -EAGAIN ? 0 : ret;
-	atomic_fetch_add_explicit(&g->stats.parks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats.parks, 1, memory_order_relaxed);
 	umcg_core_give(c, self);
 	ret = umcg_wait_for_core(self, abs_ns);
 	if (ret != -ETIMEDOUT)
 		return ret;
-	/* Timed out: queue for a core unless an unpark beat us to it. */
+	/*
+	 * Timed out: queue for a core unless an unpark beat us to it, which
+	 * then ended this park (0): its permit is used up here, not lost.
+	 */
 	s = umcg_thread_load_state(self);
 	while (umcg_state_of(s) == UMCG_TASK_PARKED) {
 		if (umcg_state_cas(self, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE)) {
 			umcg_make_runnable(self, -1, UMCG_ENQ_WAKEUP);
+			timed_out = true;
 			break;
 		}
 	}
 	ret = umcg_wait_for_core(self, 0);
-	return ret ? ret : -ETIMEDOUT;
+	return ret ? ret : timed_out ? -ETIMEDOUT : 0;
 }
 
 int umcg_sched_unpark(struct umcg_thread *t, int waker_core)
@@ -926,7 +933,7 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 		umcg_core_run(c, t);
 		return umcg_wait_for_core(self, 0);
 	}
-	atomic_fetch_add_explicit(&g->stats.parks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats.parks, 1, memory_order_relaxed);
 	umcg_core_install(c, t);
 	umcg_set_running(t);
 	seen = umcg_thread_load_state(self);

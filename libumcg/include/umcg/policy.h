@@ -61,6 +61,7 @@ extern "C" {
  *           may exit
  * @pick:    the next thread to run on @core, no longer held, or NULL
  * @remove:  if @t is held, stop holding it and return 1; else return 0
+ * @flags:   UMCG_POLICY_* below; 0 for none
  */
 struct umcg_policy_ops {
 	const char *name;
@@ -69,7 +70,23 @@ struct umcg_policy_ops {
 	int (*enqueue)(void *priv, umcg_thread_t *t, int core, unsigned int flags);
 	umcg_thread_t *(*pick)(void *priv, int core);
 	int (*remove)(void *priv, umcg_thread_t *t);
+	unsigned int flags;
 };
+
+/*
+ * Flags of struct umcg_policy_ops.
+ *
+ * UMCG_POLICY_STAGE: the thread pick() returns for a core stays the right
+ * next one for it while more threads are enqueued (FIFO orders: yes; LIFO
+ * or priorities: no).  Then, with a kernel that can run a staged next
+ * worker (kmod), libumcg picks a busy core's next thread early and stages
+ * it, so that the core's worker blocking hands the core over in the kernel,
+ * in one context switch.
+ * UMCG_POLICY_ANY_CORE: a thread pick() returned for one core may run on
+ * another (no pinning): an idle core may take a thread staged on another.
+ */
+#define UMCG_POLICY_STAGE	(1U << 0)
+#define UMCG_POLICY_ANY_CORE	(1U << 1)
 
 /*
  * The built-in policies:
