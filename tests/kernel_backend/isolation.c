@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * isolation - one process's blocks reach only its own servers (C8, C9):
+ * while this process runs 1,000 workers that block in nanosleep() in a
+ * loop, the server of another libumcg process (a forked child, idle, its
+ * main thread asleep in read()) is not woken.  Counted by the child's
+ * server thread's own context switches (/proc/PID/task/TID/status), never
+ * by time.  "kmod" only: the scx backend's doorbell still wakes every
+ * server of every process.
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+
+#include <umcg.h>
+
+#include "kernel_backend.h"
+
+#define IS_WORKERS	1000
+#define IS_ROUNDS	3
+
+/*
+ * Voluntary + involuntary context switches of the threads of @pid whose
+ * name starts with "umcg-server", summed; -1 if there is none.
+ */
+static long is_server_switches(pid_t pid)
+{
+	char path[300], line[128];
+	struct dirent *de;
+	long sum = -1, n;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	while (d && (de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/comm", pid, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(line, sizeof(line), f) || strncmp(line, "umcg-server", 11)) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/status", pid, de->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1 ||
+			    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &n) == 1)
+				sum = (sum < 0 ? 0 : sum) + n;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+/* The other process: a group with one core, idle until told to go. */
+static void is_child(int ready_fd, int go_fd)
+{
+	struct umcg_config cfg = { .size = sizeof(cfg) };
+	char c = 0;
+
+	cfg.nr_cores = 1;
+	cfg.backend = KB_BACKEND;
+	if (umcg_init(&cfg))
+		c = 'E';
+	else
+		c = 'R';
+	if (write(ready_fd, &c, 1) != 1 || c != 'R')
+		_exit(1);
+	if (read(go_fd, &c, 1) < 0)
+		_exit(1);
+	_exit(umcg_fini() ? 1 : 0);
+}
+
+static void *is_worker(void *arg)
+{
+	struct timespec ts = { 0, 100000 };
+
+	(void)arg;
+	for (int i = 0; i < IS_ROUNDS; i++)
+		nanosleep(&ts, NULL);
+	return NULL;
+}
+
+FIXTURE(isolation)
+{
+	bool inited;
+	pid_t child;
+	int go[2];
+};
+
+FIXTURE_SETUP(isolation)
+{
+	const char *why = kb_backend_get();
+	int ready[2];
+	char c = 0;
+
+	self->child = -1;
+	if (why)
+		SKIP(return, "%s", why);
+	ASSERT_EQ(0, pipe(ready));
+	ASSERT_EQ(0, pipe(self->go));
+	self->child = fork();
+	ASSERT_LE(0, self->child);
+	if (self->child == 0) {
+		close(ready[0]);
+		close(self->go[1]);
+		is_child(ready[1], self->go[0]);
+	}
+	close(ready[1]);
+	close(self->go[0]);
+	ASSERT_EQ(1, read(ready[0], &c, 1));
+	close(ready[0]);
+	ASSERT_EQ('R', c) TH_LOG("the other process's umcg_init() failed");
+}
+
+FIXTURE_TEARDOWN(isolation)
+{
+	int status = -1;
+
+	if (self->inited)
+		EXPECT_EQ(0, umcg_fini());
+	if (self->child > 0) {
+		close(self->go[1]);
+		EXPECT_EQ(self->child, waitpid(self->child, &status, 0));
+		EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+}
+
+TEST_F_TIMEOUT(isolation, blocks_wake_no_other_process, 600)
+{
+	struct umcg_config cfg = { .size = sizeof(cfg) };
+	static umcg_thread_t *t[IS_WORKERS];
+	struct umcg_stats st;
+	long before, after;
+	int n;
+
+#ifdef KB_BACKEND_SCX
+	SKIP(return, "scx: the doorbell still wakes every server of every process");
+#endif
+	cfg.nr_cores = 2;
+	cfg.backend = KB_BACKEND;
+	ASSERT_EQ(0, umcg_init(&cfg));
+	self->inited = true;
+	/* The child's server has gone to sleep once its init returned. */
+	usleep(200000);
+	before = is_server_switches(self->child);
+	ASSERT_LE(0, before);
+	for (n = 0; n < IS_WORKERS; n++)
+		if (umcg_spawn(&t[n], NULL, is_worker, NULL))
+			break;
+	ASSERT_EQ(IS_WORKERS, n);
+	for (int i = 0; i < n; i++)
+		EXPECT_EQ(0, umcg_join(t[i], NULL));
+	after = is_server_switches(self->child);
+	ASSERT_EQ(0, umcg_stats(&st));
+	TH_LOG("%d workers, %llu blocks here; the other process's server switched %ld times",
+	       n, (unsigned long long)st.blocks, after - before);
+	EXPECT_LE(IS_WORKERS, st.blocks);
+	/* Not one of those blocks woke it. */
+	EXPECT_EQ(before, after);
+}
+
+TEST_HARNESS_MAIN
