@@ -454,6 +454,13 @@ void bench_count_stop(struct bench_count *c)
 	}
 }
 
+void bench_count_fail(struct bench_count *c, const char *why)
+{
+	c->ctxsw = c->syscalls = -1;
+	snprintf(c->cs_why, sizeof(c->cs_why), "%s", why);
+	snprintf(c->sys_why, sizeof(c->sys_why), "%s", why);
+}
+
 static void count_line(const char *bench, const char *impl, const char *backend,
 		       const char *variant, const char *kase, const char *metric,
 		       const char *role, long count, double sub, double ops, const char *why)

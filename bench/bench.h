@@ -168,6 +168,8 @@ void bench_count_stop(struct bench_count *c);
  */
 void bench_count_begin(struct bench_count *c, const char *backend, unsigned int nr_cores);
 void bench_count_end(struct bench_count *c, const char *backend);
+/* The window's counts were not made (the run failed): both n/a, @why. */
+void bench_count_fail(struct bench_count *c, const char *why);
 /*
  * The two result lines: (count - @sub_ctxsw) / @ops and (count - @sub_sys)
  * / @ops, n= the operations counted; value=n/a with the reason for a count

@@ -138,12 +138,17 @@ static void counted(const char *impl, const char *backend, const char *variant,
 		};
 		struct loadgen_res res;
 		char kase[32];
+		struct bench_count failed = c;
+		int ret;
 
 		snprintf(kase, sizeof(kase), "c%d", conns[j]);
-		if (loadgen_run(&cfg, &res))
-			res.reqs = 0;
-		bench_count_result(&c, "server", impl, backend, variant, kase, role, res.reqs,
-				   0, 0);
+		ret = loadgen_run(&cfg, &res);
+		if (ret) {
+			snprintf(why, sizeof(why), "%d connections: %s", conns[j], strerror(-ret));
+			bench_count_fail(&failed, why);
+		}
+		bench_count_result(ret ? &failed : &c, "server", impl, backend, variant, kase,
+				   role, res.reqs, 0, 0);
 	}
 	stop(&s);
 	bench_count_close(&c);
