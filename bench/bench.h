@@ -11,8 +11,10 @@
  *
  * role=base marks the stock-scheduler line that the other lines of the same
  * bench, case and metric are compared with.  An unavailable backend gets
- * value=n/a and reason= (the rest of the line).  Progress and diagnostics go
- * to stderr.  Nothing here judges a timing.
+ * value=n/a and reason= (the rest of the line).  Next to its times a
+ * benchmark prints the kernel's counts per operation (metric=ctxsw_per_op
+ * and syscalls_per_op, from bench_count_*).  Progress and diagnostics go to
+ * stderr.  Nothing here judges a timing.
  */
 #ifndef BENCH_H
 #define BENCH_H

@@ -478,7 +478,8 @@ def plots(res, envs, d):
         # pipeline: msgs/s against K, one line per implementation.
         series = OrderedDict()
         for r in res.recs:
-            if r["env"] == env and r["bench"] == "pipeline" and r["value"] != "n/a":
+            if r["env"] == env and r["bench"] == "pipeline" and r["value"] != "n/a" \
+                    and r["metric"] == "msgs_per_s":
                 series.setdefault(impl_label(r), []).append(
                     (int(r["case"][1:]), r["value"]))
         if series:
