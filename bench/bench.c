@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <linux/futex.h>
+#include <linux/perf_event.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -316,6 +317,173 @@ static int cmp_double(const void *a, const void *b)
 void bench_sort(double *v, size_t n)
 {
 	qsort(v, n, sizeof(*v), cmp_double);
+}
+
+/* ---- kernel counts ---- */
+
+static const char *const tp_paths[] = {
+	"/sys/kernel/tracing/events/raw_syscalls/sys_enter/id",
+	"/sys/kernel/debug/tracing/events/raw_syscalls/sys_enter/id",
+};
+
+static int perf_open(uint32_t type, uint64_t config, pid_t pid, const char *what,
+		     char *why, size_t len)
+{
+	struct perf_event_attr a = {
+		.size = sizeof(a), .type = type, .config = config, .inherit = 1,
+	};
+	char paranoid[16] = "?";
+	FILE *f;
+	int fd;
+
+	fd = syscall(SYS_perf_event_open, &a, pid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	snprintf(why, len, "perf_event_open(%s): %s", what, strerror(errno));
+	f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	if (f && fscanf(f, "%15s", paranoid) == 1)
+		snprintf(why + strlen(why), len - strlen(why), " (perf_event_paranoid %s)",
+			 paranoid);
+	if (f)
+		fclose(f);
+	return -1;
+}
+
+void bench_count_open(struct bench_count *c, pid_t pid)
+{
+	long id = -1;
+
+	memset(c, 0, sizeof(*c));
+	c->pid = pid;
+	c->sys_fd = c->cs_fd = -1;
+	for (size_t i = 0; i < sizeof(tp_paths) / sizeof(tp_paths[0]) && id < 0; i++) {
+		FILE *f = fopen(tp_paths[i], "r");
+
+		if (f && fscanf(f, "%ld", &id) != 1)
+			id = -1;
+		if (f)
+			fclose(f);
+	}
+	if (id < 0)
+		snprintf(c->sys_why, sizeof(c->sys_why),
+			 "no raw_syscalls:sys_enter tracepoint (tracefs not mounted on /sys/kernel/tracing)");
+	else
+		c->sys_fd = perf_open(PERF_TYPE_TRACEPOINT, id, pid, "raw_syscalls:sys_enter",
+				      c->sys_why, sizeof(c->sys_why));
+	if (pid)
+		c->cs_fd = perf_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES, pid,
+				     "context-switches", c->cs_why, sizeof(c->cs_why));
+}
+
+void bench_count_close(struct bench_count *c)
+{
+	if (c->sys_fd >= 0)
+		close(c->sys_fd);
+	if (c->cs_fd >= 0)
+		close(c->cs_fd);
+	c->sys_fd = c->cs_fd = -1;
+}
+
+void bench_count_begin(struct bench_count *c, const char *backend, unsigned int nr_cores)
+{
+	bench_count_open(c, 0);
+	if (backend)
+		bench_umcg_init(backend, nr_cores);
+}
+
+void bench_count_end(struct bench_count *c, const char *backend)
+{
+	if (backend)
+		bench_umcg_fini();
+	bench_count_close(c);
+}
+
+/* The count of an inherited counter: the threads alive and those exited. */
+static long perf_count(int fd)
+{
+	uint64_t v;
+
+	if (fd < 0 || read(fd, &v, sizeof(v)) != sizeof(v))
+		return -1;
+	return (long)v;
+}
+
+static void rusage_now(int who, long *all, long *vol)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	*all = ru.ru_nvcsw + ru.ru_nivcsw;
+	if (vol)
+		*vol = ru.ru_nvcsw;
+}
+
+void bench_count_start(struct bench_count *c)
+{
+	if (!c)
+		return;
+	if (c->pid) {
+		c->cs0 = perf_count(c->cs_fd);
+	} else {
+		rusage_now(RUSAGE_SELF, &c->cs0, NULL);
+		rusage_now(RUSAGE_THREAD, &c->self_cs0, &c->self_vol0);
+	}
+	/* Last: this read is counted in sys0, not in the window. */
+	c->sys0 = perf_count(c->sys_fd);
+}
+
+void bench_count_stop(struct bench_count *c)
+{
+	long sys1, cs1, self1, vol1;
+
+	if (!c)
+		return;
+	/* First: the only system call of the counting inside the window. */
+	sys1 = perf_count(c->sys_fd);
+	c->syscalls = sys1 < 0 || c->sys0 < 0 ? -1 : sys1 - c->sys0 - (c->pid ? 0 : 1);
+	if (c->pid) {
+		cs1 = perf_count(c->cs_fd);
+		c->ctxsw = cs1 < 0 || c->cs0 < 0 ? -1 : cs1 - c->cs0;
+		c->self_ctxsw = c->self_vol = 0;
+	} else {
+		rusage_now(RUSAGE_THREAD, &self1, &vol1);
+		rusage_now(RUSAGE_SELF, &cs1, NULL);
+		c->ctxsw = cs1 - c->cs0;
+		c->self_ctxsw = self1 - c->self_cs0;
+		c->self_vol = vol1 - c->self_vol0;
+	}
+}
+
+void bench_count_fail(struct bench_count *c, const char *why)
+{
+	c->ctxsw = c->syscalls = -1;
+	snprintf(c->cs_why, sizeof(c->cs_why), "%s", why);
+	snprintf(c->sys_why, sizeof(c->sys_why), "%s", why);
+}
+
+static void count_line(const char *bench, const char *impl, const char *backend,
+		       const char *variant, const char *kase, const char *metric,
+		       const char *role, long count, double sub, double ops, const char *why)
+{
+	if (count < 0 || ops <= 0) {
+		printf("bench=%s impl=%s backend=%s variant=%s case=%s metric=%s better=lower value=n/a n=0%s%s reason=%s\n",
+		       bench, impl, backend, variant, kase ? kase : "-", metric,
+		       role ? " role=" : "", role ? role : "",
+		       count < 0 ? why : "no operation in the counted run");
+		return;
+	}
+	bench_result(bench, impl, backend, variant, kase, metric, true, (count - sub) / ops,
+		     (long)ops, role);
+}
+
+void bench_count_result(const struct bench_count *c, const char *bench, const char *impl,
+			const char *backend, const char *variant, const char *kase,
+			const char *role, double ops, double sub_ctxsw, double sub_sys)
+{
+	count_line(bench, impl, backend, variant, kase, "ctxsw_per_op", role, c->ctxsw,
+		   sub_ctxsw, ops, c->cs_why);
+	count_line(bench, impl, backend, variant, kase, "syscalls_per_op", role, c->syscalls,
+		   sub_sys, ops, c->sys_why);
 }
 
 double bench_median(double *v, int n)

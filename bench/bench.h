@@ -11,8 +11,10 @@
  *
  * role=base marks the stock-scheduler line that the other lines of the same
  * bench, case and metric are compared with.  An unavailable backend gets
- * value=n/a and reason= (the rest of the line).  Progress and diagnostics go
- * to stderr.  Nothing here judges a timing.
+ * value=n/a and reason= (the rest of the line).  Next to its times a
+ * benchmark prints the kernel's counts per operation (metric=ctxsw_per_op
+ * and syscalls_per_op, from bench_count_*).  Progress and diagnostics go to
+ * stderr.  Nothing here judges a timing.
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -21,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define BENCH_MAX_BACKENDS	3
 
@@ -111,6 +114,72 @@ void bench_result_na(const char *bench, const char *backend, const char *why);
 /* A measurement that could not be made, with the reason. */
 void bench_result_fail(const char *bench, const char *impl, const char *backend,
 		       const char *variant, const char *why);
+
+/*
+ * Kernel counts over the measured window of one run: the context switches
+ * and the system calls of a process's threads, for the ctxsw_per_op and
+ * syscalls_per_op lines (bench/README.md says what each benchmark counts
+ * and subtracts).
+ *
+ * This process (pid 0): context switches from getrusage(RUSAGE_SELF)
+ * (ru_nvcsw + ru_nivcsw: every thread of the process, exited ones
+ * included); system calls from a perf counter on the raw_syscalls:sys_enter
+ * tracepoint with inherit set, opened on the calling thread, so it counts
+ * that thread and every thread made after the open from it or from its
+ * descendants (libumcg's servers and monitor made in umcg_init(), the
+ * workers).  Another process (@pid > 0, made after the open from a stopped
+ * fork): both from inherited perf counters on it (context switches:
+ * PERF_COUNT_SW_CONTEXT_SWITCHES), opened before it makes any thread.
+ *
+ * The tracepoint puts every system call of the machine on the slow entry
+ * path while it is open, so the benchmarks count in a run of their own, not
+ * in the timed repetitions.  A counter that cannot be opened (no tracefs,
+ * no permission) leaves its count at -1 and the reason in @why: the line
+ * says value=n/a, never a guess.
+ */
+struct bench_count {
+	pid_t pid;		/* 0: this process */
+	int sys_fd, cs_fd;	/* perf counters, -1: none */
+	char sys_why[160];	/* why sys_fd is -1 */
+	char cs_why[160];	/* why context switches are not counted */
+	long sys0, cs0, self_cs0, self_vol0;
+	/* After bench_count_stop(): */
+	long syscalls;		/* -1: not counted */
+	long ctxsw;		/* -1: not counted */
+	long self_ctxsw;	/* of ctxsw, the calling thread's own (pid 0 only) */
+	long self_vol;		/* of those, the voluntary ones (it slept) */
+};
+
+/*
+ * Opens the counters on @pid (0: this process); before the threads to be
+ * counted are made.  Never fails: a counter that cannot be opened says why.
+ */
+void bench_count_open(struct bench_count *c, pid_t pid);
+void bench_count_close(struct bench_count *c);
+/*
+ * Start and stop of the window, on one thread (any thread for @pid > 0);
+ * @c may be NULL (a timed run: nothing is counted).  For this process the
+ * stop's own read of the counter is subtracted; nothing else is.
+ */
+void bench_count_start(struct bench_count *c);
+void bench_count_stop(struct bench_count *c);
+/*
+ * The counted run's set-up: bench_count_open(@c, 0), then
+ * bench_umcg_init(@backend, @nr_cores) unless @backend is NULL (the stock
+ * scheduler), so that the counter sees libumcg's threads; and its end.
+ */
+void bench_count_begin(struct bench_count *c, const char *backend, unsigned int nr_cores);
+void bench_count_end(struct bench_count *c, const char *backend);
+/* The window's counts were not made (the run failed): both n/a, @why. */
+void bench_count_fail(struct bench_count *c, const char *why);
+/*
+ * The two result lines: (count - @sub_ctxsw) / @ops and (count - @sub_sys)
+ * / @ops, n= the operations counted; value=n/a with the reason for a count
+ * that was not made.
+ */
+void bench_count_result(const struct bench_count *c, const char *bench, const char *impl,
+			const char *backend, const char *variant, const char *kase,
+			const char *role, double ops, double sub_ctxsw, double sub_sys);
 
 double bench_median(double *v, int n);
 /* Sorts @v and returns the @p-th percentile (0..100), nearest rank. */

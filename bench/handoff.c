@@ -9,7 +9,9 @@
  * the kernel backends it is the block hand-off (C2).
  * Stock scheduler (role=base): A and B pinned to one CPU, B runnable
  * (sched_yield() loop) while A blocks in read().
- * Prints the median gap in microseconds over all samples.
+ * Prints the median gap in microseconds over all samples; then, from one
+ * more run with the kernel's counters on, context switches and system calls
+ * per sample, less the harness's (main's, and B's report to it).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +30,7 @@
 
 static struct bench_opts opts;
 static int samples = 200;
+static struct bench_count *counting;	/* the counted run: its counters */
 
 struct handoff {
 	int pipe[2];
@@ -38,6 +41,8 @@ struct handoff {
 	umcg_thread_t *a, *b;
 	double *gap_us;
 	int n;
+	long harness_sys;	/* main's system calls in release_loop() */
+	_Atomic long reports;	/* B's futex wakes of main */
 };
 
 /* Main: for each sample, waits for B's measurement, then wakes A. */
@@ -45,15 +50,20 @@ static void release_loop(struct handoff *h)
 {
 	char c = 'x';
 
+	bench_count_start(counting);
 	for (int i = 0; i < samples; i++) {
-		while (!atomic_load(&h->done))
+		while (!atomic_load(&h->done)) {
 			bench_futex_wait(&h->done, 0);
+			h->harness_sys++;
+		}
 		atomic_store(&h->done, 0);
 		if (i == samples - 1)
 			atomic_store(&h->stop, 1);
 		if (write(h->pipe[1], &c, 1) != 1)
 			bench_die("write: %s", strerror(errno));
+		h->harness_sys++;
 	}
+	bench_count_stop(counting);
 }
 
 static void measured(struct handoff *h)
@@ -63,6 +73,7 @@ static void measured(struct handoff *h)
 	if (t0)
 		h->gap_us[h->n++] = (now - t0) / 1e3;
 	atomic_store(&h->done, 1);
+	atomic_fetch_add(&h->reports, 1);
 	bench_futex_wake(&h->done, 1);
 }
 
@@ -175,6 +186,31 @@ static double once(bool umcg, struct handoff *h)
 	return bench_median(h->gap_us, h->n);
 }
 
+/*
+ * The counts, from a run of their own.  Not the operation, subtracted: all
+ * of main's context switches and system calls (it only paces the samples)
+ * and B's futex wake of main after each measurement.
+ */
+static void counted(bool umcg, const char *impl, const char *backend, const char *variant,
+		    const char *role)
+{
+	struct bench_count c;
+	struct handoff h;
+
+	if (umcg)
+		bench_umcg_fini();
+	bench_count_begin(&c, umcg ? backend : NULL, 1);
+	counting = &c;
+	once(umcg, &h);
+	counting = NULL;
+	bench_count_end(&c, umcg ? backend : NULL);
+	free(h.gap_us);
+	bench_count_result(&c, "handoff", impl, backend, variant, "-", role, samples,
+			   c.self_ctxsw, h.harness_sys + atomic_load(&h.reports));
+	if (umcg)
+		bench_umcg_init(backend, 1);
+}
+
 static void run(bool umcg, const char *impl, const char *backend, const char *variant,
 		const char *role)
 {
@@ -190,6 +226,7 @@ static void run(bool umcg, const char *impl, const char *backend, const char *va
 		     bench_median(med, opts.reps), (long)opts.reps * samples, role);
 	bench_result("handoff", impl, backend, variant, "-", "us_to_next_p90", true,
 		     bench_median(p90, opts.reps), (long)opts.reps * samples, role);
+	counted(umcg, impl, backend, variant, role);
 }
 
 static void usage(void)

@@ -6,12 +6,16 @@
 #ifndef LOADGEN_H
 #define LOADGEN_H
 
+struct bench_count;
+
 struct loadgen_cfg {
 	int port;
 	int conns;		/* connections */
 	int threads;		/* client threads sharing them */
 	int size;		/* bytes per request */
 	double secs;		/* measured time, after a warm-up */
+	/* If not NULL: started and stopped at the measured time's ends. */
+	struct bench_count *count;
 };
 
 struct loadgen_res {

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -121,6 +122,14 @@ static void *client(void *arg)
 	return NULL;
 }
 
+static void sleep_until(uint64_t ns)
+{
+	struct timespec ts = { ns / 1000000000ULL, ns % 1000000000ULL };
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+		;
+}
+
 int loadgen_run(const struct loadgen_cfg *cfg, struct loadgen_res *res)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -174,6 +183,12 @@ int loadgen_run(const struct loadgen_cfg *cfg, struct loadgen_res *res)
 			cfg = NULL;
 			break;
 		}
+	}
+	if (cfg && cfg->count) {
+		sleep_until(t0 + warm);
+		bench_count_start(cfg->count);
+		sleep_until(t0 + warm + (uint64_t)(cfg->secs * 1e9));
+		bench_count_stop(cfg->count);
 	}
 	for (int i = 0; i < (cfg ? cfg->threads : 0); i++)
 		pthread_join(cls[i].th, NULL);

@@ -6,7 +6,9 @@
  * Stock scheduler: one POSIX semaphore per thread, unpinned (role=base).
  * libumcg, all cores managed: umcg_switch_to() to the next thread (the
  * directed hand-off: B runs on A's core), and umcg_unpark() of the next
- * plus umcg_park() (the generic wake-and-block path).
+ * plus umcg_park() (the generic wake-and-block path).  Then, from one more
+ * run with the kernel's counters on, context switches and system calls per
+ * message.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -24,11 +26,13 @@
 #define MAX_K	256
 
 static struct bench_opts opts;
+static struct bench_count *counting;	/* the counted run: its counters */
+static double counted_ops;		/* the messages in its window */
 
 struct ring {
 	int k;
 	_Atomic int stop;
-	_Atomic int exited;
+	_Atomic uint32_t exited;
 	uint64_t end_ns, t0, t1, rounds;
 	sem_t sem[MAX_K];
 	umcg_thread_t *t[MAX_K];
@@ -61,10 +65,13 @@ static void *sem_member(void *arg)
 		if (m->i == 0) {
 			uint64_t now = bench_now_ns();
 
-			if (!r->rounds)
+			if (!r->rounds) {
 				r->t0 = now;
-			else if (now >= r->end_ns) {
+				bench_count_start(counting);
+			} else if (now >= r->end_ns) {
 				r->t1 = now;
+				bench_count_stop(counting);
+				counted_ops = (double)(r->rounds - 1) * r->k;
 				atomic_store(&r->stop, 1);
 				sem_post(&r->sem[next]);
 				return NULL;
@@ -116,6 +123,7 @@ static void *switch_member(void *arg)
 	int next = (m->i + 1) % r->k;
 
 	if (m->i == 0) {
+		bench_count_start(counting);
 		r->t0 = bench_now_ns();
 		r->end_ns = r->t0 + opts.ms * 1e6;
 		do {
@@ -126,6 +134,8 @@ static void *switch_member(void *arg)
 			r->rounds++;
 		} while (bench_now_ns() < r->end_ns);
 		r->t1 = bench_now_ns();
+		bench_count_stop(counting);
+		counted_ops = (double)r->rounds * r->k;
 		atomic_store(&r->stop, 1);
 		for (int i = 1; i < r->k; i++)
 			umcg_unpark(r->t[i]);
@@ -167,8 +177,11 @@ static void *unpark_member(void *arg)
 			if (!r->rounds) {
 				r->t0 = now;
 				r->end_ns = now + opts.ms * 1e6;
+				bench_count_start(counting);
 			} else if (now >= r->end_ns) {
 				r->t1 = now;
+				bench_count_stop(counting);
+				counted_ops = (double)(r->rounds - 1) * r->k;
 				atomic_store(&r->stop, 1);
 				break;
 			}
@@ -178,7 +191,9 @@ static void *unpark_member(void *arg)
 	}
 	if (m->i != r->k - 1)	/* thread 0 has left: nobody to tell */
 		pass_on(r, next);
-	atomic_fetch_add(&r->exited, 1);
+	/* The driver sleeps until the last is out (no polling in the window). */
+	if (atomic_fetch_add(&r->exited, 1) + 1 == (uint32_t)r->k)
+		bench_futex_wake(&r->exited, 1);
 	return NULL;
 }
 
@@ -207,9 +222,11 @@ static double umcg_once(int k, bool directed)
 		if (ret)
 			bench_die("umcg_spawn: %s", strerror(-ret));
 	} else {
+		uint32_t e;
+
 		pass_on(&r, 0);
-		while (atomic_load(&r.exited) < k)
-			nanosleep(&ms, NULL);
+		while ((e = atomic_load(&r.exited)) < (uint32_t)k)
+			bench_futex_wait(&r.exited, e);
 	}
 	for (int i = 0; i < k; i++)
 		umcg_join(r.t[i], NULL);
@@ -224,13 +241,36 @@ static double umcg_once(int k, bool directed)
 
 enum kind { SEM, SWITCH, UNPARK };
 
-static double median_of(enum kind kind, int k)
+static double once(enum kind kind, int k)
 {
+	return kind == SEM ? sem_once(k) : umcg_once(k, kind == SWITCH);
+}
+
+/* The msgs_per_s line, then the counts from a run of their own. */
+static void measure(enum kind kind, int k, const char *kase, const char *backend,
+		    const char *variant)
+{
+	const char *impl = kind == SEM ? "pthread" : "umcg";
+	const char *role = kind == SEM ? "base" : NULL;
+	const char *umcg = kind == SEM ? NULL : backend;
+	struct bench_count c;
 	double v[1000];
 
+	if (umcg)
+		bench_umcg_init(umcg, 0);
 	for (int r = 0; r < opts.reps; r++)
-		v[r] = kind == SEM ? sem_once(k) : umcg_once(k, kind == SWITCH);
-	return bench_median(v, opts.reps);
+		v[r] = once(kind, k);
+	bench_result("pipeline", impl, backend, variant, kase, "msgs_per_s", false,
+		     bench_median(v, opts.reps), opts.reps, role);
+	if (umcg)
+		bench_umcg_fini();
+	bench_count_begin(&c, umcg, 0);
+	counting = &c;
+	once(kind, k);
+	counting = NULL;
+	bench_count_end(&c, umcg);
+	bench_count_result(&c, "pipeline", impl, backend, variant, kase, role, counted_ops,
+			   0, 0);
 }
 
 static void usage(void)
@@ -296,24 +336,17 @@ int main(int argc, char **argv)
 
 		snprintf(kase, sizeof(kase), "k%d", ks[j]);
 		if (!opts.no_pthread)
-			bench_result("pipeline", "pthread", "stock", "sem", kase, "msgs_per_s",
-				     false, median_of(SEM, ks[j]), opts.reps, "base");
+			measure(SEM, ks[j], kase, "stock", "sem");
 		for (int i = 0; i < nb; i++) {
 			if (why[i][0]) {
 				if (j == 0)
 					bench_result_na("pipeline", names[i], why[i]);
 				continue;
 			}
-			bench_umcg_init(names[i], 0);
 			if (do_switch)
-				bench_result("pipeline", "umcg", names[i], "switch_to", kase,
-					     "msgs_per_s", false, median_of(SWITCH, ks[j]),
-					     opts.reps, NULL);
+				measure(SWITCH, ks[j], kase, names[i], "switch_to");
 			if (do_unpark)
-				bench_result("pipeline", "umcg", names[i], "unpark", kase,
-					     "msgs_per_s", false, median_of(UNPARK, ks[j]),
-					     opts.reps, NULL);
-			bench_umcg_fini();
+				measure(UNPARK, ks[j], kase, names[i], "unpark");
 		}
 	}
 	return 0;

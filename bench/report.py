@@ -37,6 +37,25 @@ UNITS = {
     "max_n": "largest N",
 }
 
+# The kernel's counts per operation (bench/README.md: what is counted and
+# subtracted); in the table each sits under its implementation's first
+# figure, with the operation in the unit.
+COUNT_METRICS = ["ctxsw_per_op", "syscalls_per_op"]
+COUNT_UNITS = {"ctxsw_per_op": "ctxsw", "syscalls_per_op": "syscalls"}
+OPS = {"switch": "switch", "pipeline": "msg", "handoff": "block", "wakeup": "wake",
+       "server": "req"}
+
+
+def unit_of(r):
+    if r["metric"] in COUNT_METRICS:
+        return "%s/%s" % (COUNT_UNITS[r["metric"]], OPS.get(r["bench"], "op"))
+    return UNITS.get(r["metric"], r["metric"])
+
+
+def backend_na(r):
+    """A backend (or benchmark) that did not run at all, not one missing count."""
+    return r["value"] == "n/a" and r["metric"] == "-"
+
 
 def parse(path):
     recs, meta, fails = [], OrderedDict(), []
@@ -132,7 +151,7 @@ def table_rows(res, envs):
     rows = OrderedDict()
     notes = OrderedDict()
     for r in res.recs:
-        if r["value"] == "n/a":
+        if backend_na(r):
             key = (BENCHES.index(r["bench"]) if r["bench"] in BENCHES else 99,
                    r["bench"], (9, 0), "", r["impl"], r["backend"], r["variant"])
         else:
@@ -146,6 +165,12 @@ def table_rows(res, envs):
             why = r["reason"] or "not available"
             n = notes.setdefault(why, len(notes) + 1)
             row["cells"][r["env"]] = "n/a [%d]" % n
+        elif r["metric"] in COUNT_METRICS:
+            # A count, not a time: no ratio to the stock scheduler's.
+            cell = fmt(r["value"])
+            if r["reason"]:
+                cell += " [%d]" % notes.setdefault(r["reason"], len(notes) + 1)
+            row["cells"][r["env"]] = cell
         else:
             q = res.ratio(r)
             cell = fmt(r["value"])
@@ -159,18 +184,23 @@ def table_rows(res, envs):
     out = []
     def metric_order(bench, metric):
         ms = TABLE_METRICS.get(bench, [])
-        return ms.index(metric) if metric in ms else 99
+        if metric in COUNT_METRICS:	# under the first figure, after it
+            return (0, 1 + COUNT_METRICS.index(metric))
+        return (ms.index(metric) if metric in ms else 99, 0)
 
-    for key in sorted(rows, key=lambda k: (k[0], k[2], metric_order(k[1], k[3]),
-                                           impl_order(k[4]), k[5], k[6])):
+    def order(k):
+        m = metric_order(k[1], k[3])
+        return (k[0], k[2], m[0], impl_order(k[4]), k[5], k[6], m[1])
+
+    for key in sorted(rows, key=order):
         r = rows[key]["r"]
-        if r["value"] == "n/a":
+        if backend_na(r):
             label = "%s %s" % (r["bench"], impl_label(r))
             what = ""
         else:
             label = "%s %s %s" % (r["bench"], "" if r["case"] == "-" else r["case"],
                                   impl_label(r))
-            what = UNITS.get(r["metric"], r["metric"])
+            what = unit_of(r)
         out.append((" ".join(label.split()), what, rows[key]["cells"]))
     return out, notes
 
@@ -208,7 +238,8 @@ TABLE_METRICS = {
 
 
 def keep_in_table(r):
-    if r["metric"] not in TABLE_METRICS.get(r["bench"], []):
+    if r["metric"] not in TABLE_METRICS.get(r["bench"], []) and \
+            not (r["metric"] in COUNT_METRICS and r["bench"] in OPS):
         return False
     if r["bench"] == "pipeline" and r["case"] not in ("k2", "k8", "k64"):
         return False
@@ -402,6 +433,41 @@ def targets(res, envs):
     return out
 
 
+# ---- counts against the physical limits ----
+
+# (bench, case, impl, backend, variant, what, ctxsw limit, syscalls limit):
+# what the operation cannot do with fewer of (bench/README.md, "Counts").
+LIMITS = [
+    ("switch", "-", "umcg", "kmod", "switch_to", "switch", 1, 1),
+    ("switch", "-", "umcg", "scx", "switch_to", "switch", 1, 2),
+    ("switch", "-", "umcg", "user", "switch_to", "switch", 1, 2),
+    ("switch", "-", "pthread", "stock", "futex-pinned", "switch", 1, None),
+    ("pipeline", "k8", "umcg", "kmod", "switch_to", "message, K=8", 1, 1),
+    ("pipeline", "k8", "umcg", "scx", "switch_to", "message, K=8", 1, 2),
+    ("pipeline", "k8", "pthread", "stock", "sem", "message, K=8", 1, None),
+    ("handoff", "-", "umcg", "kmod", "read", "block (sample)", 2, None),
+    ("handoff", "-", "umcg", "scx", "read", "block (sample)", 2, None),
+    ("handoff", "-", "pthread", "stock", "yield-pinned", "block (sample)", 2, None),
+]
+
+
+def limits_md(res, envs):
+    L = ["| environment | implementation | per | context switches (limit) | "
+         "system calls (limit) |", "|---|---|---|---|---|"]
+    for env in envs:
+        for bench, case, impl, backend, variant, what, lc, ls in LIMITS:
+            cs = res.get(env, bench, case, "ctxsw_per_op", impl, backend, variant)
+            sc = res.get(env, bench, case, "syscalls_per_op", impl, backend, variant)
+            if cs is None and sc is None:
+                continue
+            L.append("| %s | %s %s | %s | %s (%d) | %s (%s) |" % (
+                env, bench, impl_label({"impl": impl, "backend": backend,
+                                        "variant": variant}), what,
+                fmt(cs) if cs is not None else "n/a", lc,
+                fmt(sc) if sc is not None else "n/a", ls if ls else "-"))
+    return "\n".join(L) if len(L) > 2 else "No counts in this run.\n"
+
+
 # ---- plots ----
 
 def plots(res, envs, d):
@@ -412,7 +478,8 @@ def plots(res, envs, d):
         # pipeline: msgs/s against K, one line per implementation.
         series = OrderedDict()
         for r in res.recs:
-            if r["env"] == env and r["bench"] == "pipeline" and r["value"] != "n/a":
+            if r["env"] == env and r["bench"] == "pipeline" and r["value"] != "n/a" \
+                    and r["metric"] == "msgs_per_s":
                 series.setdefault(impl_label(r), []).append(
                     (int(r["case"][1:]), r["value"]))
         if series:
@@ -535,6 +602,10 @@ def write_md(path, res, envs, meta, info, rows, notes, fails, pngs):
     L.append("\nAll result lines, including the figures not in the table (every "
              "pipeline K, p90 hand-off, server p50, scale join rate and the user/kernel "
              "split of memory): [perf/results.txt](perf/results.txt).\n")
+    L.append("## Kernel counts against the physical limits\n")
+    L.append(LIMITS_TEXT)
+    L.append(limits_md(res, envs))
+    L.append("")
     L.append("## Targets (issue 6)\n")
     L.append("Judged from the figures above. The kernel backends' targets can only be "
              "met where the backend ran; a backend that is not available counts as "
@@ -595,10 +666,50 @@ libumcg's reason.
   PageTables deltas) / N from `/proc` (machine-wide kernel counters: other
   activity on the machine is noise).
 
+**Counts** (`ctxsw/...` and `syscalls/...` rows, under each
+implementation's first figure): the kernel's own counts from one more run of
+each benchmark with the counters on, after the timed repetitions (the
+system-call tracepoint slows every system call while it is open, so the
+times are measured without it). Context switches: `getrusage(RUSAGE_SELF)`
+`ru_nvcsw + ru_nivcsw` (every thread of the process, exited ones included);
+system calls: a perf counter on the `raw_syscalls:sys_enter` tracepoint,
+inherited by every thread made after it was opened, libumcg's own servers
+and monitor included (opened before `umcg_init()`). The window is the timed
+loop's; the counting's own read is subtracted, and the harness's work where
+it falls in the window (handoff: the main thread that paces the samples and
+B's report to it; wakeup: the message thread's sleeps between rounds and the
+rounds' pacing calls). The server's are its own process's (perf counters
+opened on it before it runs), per request answered; the load generator's
+are not counted. Emulation makes each of these slower but does not change
+how many there are, so unlike the times they compare across environments.
+The physical limits: a hand-off needs one context switch; a switch needs one
+system call on kmod (`UMCG_IOC_SWITCH`) and a futex wake + wait (two) on
+scx and the user backend. A thread woken on an idle CPU costs no switch of
+the process (the idle task's is not counted), and a waiter that finds its
+word already changed skips its wait, so the stock scheduler's unpinned pairs
+can show less than one switch and fewer than two system calls. `bench/README.md`
+says per benchmark what is counted and subtracted.
+
 The figures are medians of the repetitions (`--reps`); latency percentiles
 are over all samples of all repetitions. Nothing in the suite asserts a
 timing; `--smoke` (CI) only checks that every benchmark runs and prints
 well-formed lines.
+"""
+
+LIMITS_TEXT = """\
+What an operation cannot do with fewer of, against what this run counted
+(per operation, from the counted run; see Method). A **switch** hands the
+core from one thread to another: one context switch, and one system call on
+kmod (`UMCG_IOC_SWITCH` wakes the target and sleeps in one call) but a futex
+wake and a futex wait on scx and the user backend. The stock scheduler's
+pairs (futex, semaphores) get no limit for their system calls: a waiter
+that finds the word already changed (the woken thread ran first) skips its
+wait, so they can make fewer than two. A pipeline message is one switch. A **handoff** sample is one block (the
+hand-off: one context switch) plus B going back to wait so that A can have
+the core again (a second one); its system calls depend on the backend's
+protocol, so no limit is given. Counts above the limit are the backend's
+own extra work (a server's wake-up and sleep on kmod's hand-off, a futex
+wait that was not needed): these do not depend on the emulation.
 """
 
 READING = """\

@@ -13,7 +13,10 @@
  *                    virtual thread (PeerEcho) per connection
  *
  * Each server runs in its own process; the load generator (loadgen_core.c)
- * runs in this one.
+ * runs in this one.  Then each server runs once more, with the kernel's
+ * counters on its process (opened before it runs, so inherited by every
+ * thread it makes): its context switches and system calls per request
+ * answered in the measured time; the load generator's are not counted.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -40,21 +43,30 @@ struct server {
 	int port;
 };
 
-/* Starts @argv; 0 and the port it listens on, or -1 and @why. */
-static int start(char *const argv[], struct server *s, char *why, size_t len)
+/*
+ * Starts @argv, with @count opened on it first unless NULL; 0 and the port
+ * it listens on, or -1 and @why.
+ */
+static int start(char *const argv[], struct server *s, struct bench_count *count,
+		 char *why, size_t len)
 {
 	struct pollfd p;
-	char line[256];
-	int fd[2];
+	char line[256], c;
+	int fd[2], go[2];
 	ssize_t n, got = 0;
 
-	if (pipe(fd))
+	if (pipe(fd) || pipe(go))
 		bench_die("pipe: %s", strerror(errno));
 	fflush(stdout);
 	s->pid = fork();
 	if (s->pid < 0)
 		bench_die("fork: %s", strerror(errno));
 	if (!s->pid) {
+		/* Until the counters are on this process. */
+		close(go[1]);
+		if (read(go[0], &c, 1) < 0)
+			_exit(127);
+		close(go[0]);
 		dup2(fd[1], 1);
 		close(fd[0]);
 		close(fd[1]);
@@ -62,6 +74,10 @@ static int start(char *const argv[], struct server *s, char *why, size_t len)
 		fprintf(stderr, "server: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	close(go[0]);
+	if (count)
+		bench_count_open(count, s->pid);
+	close(go[1]);
 	close(fd[1]);
 	p.fd = fd[0];
 	p.events = POLLIN;
@@ -89,6 +105,55 @@ static void stop(struct server *s)
 	waitpid(s->pid, NULL, 0);
 }
 
+/* Not measured: a JIT, lazily made threads, socket caches. */
+static void warm_up(const struct server *s)
+{
+	struct loadgen_cfg cfg = {
+		.port = s->port, .conns = conns[0], .threads = 1, .size = 64,
+		.secs = opts.ms / 4000.0,
+	};
+	struct loadgen_res res;
+
+	loadgen_run(&cfg, &res);
+}
+
+/* The server once more with counters on it: one load run per C. */
+static void counted(const char *impl, const char *backend, const char *variant,
+		    const char *role, char *const argv[])
+{
+	struct bench_count c;
+	struct server s;
+	char why[256];
+
+	if (start(argv, &s, &c, why, sizeof(why))) {
+		bench_count_close(&c);
+		bench_result_fail("server", impl, backend, variant, why);
+		return;
+	}
+	warm_up(&s);
+	for (int j = 0; j < nconns; j++) {
+		struct loadgen_cfg cfg = {
+			.port = s.port, .conns = conns[j], .threads = 1, .size = 64,
+			.secs = opts.ms / 1000.0, .count = &c,
+		};
+		struct loadgen_res res;
+		char kase[32];
+		struct bench_count failed = c;
+		int ret;
+
+		snprintf(kase, sizeof(kase), "c%d", conns[j]);
+		ret = loadgen_run(&cfg, &res);
+		if (ret) {
+			snprintf(why, sizeof(why), "%d connections: %s", conns[j], strerror(-ret));
+			bench_count_fail(&failed, why);
+		}
+		bench_count_result(ret ? &failed : &c, "server", impl, backend, variant, kase,
+				   role, res.reqs, 0, 0);
+	}
+	stop(&s);
+	bench_count_close(&c);
+}
+
 static void measure(const char *impl, const char *backend, const char *variant,
 		    const char *role, char *const argv[])
 {
@@ -96,20 +161,11 @@ static void measure(const char *impl, const char *backend, const char *variant,
 	char why[256];
 
 	bench_progress("%s/%s/%s", impl, backend, variant);
-	if (start(argv, &s, why, sizeof(why))) {
+	if (start(argv, &s, NULL, why, sizeof(why))) {
 		bench_result_fail("server", impl, backend, variant, why);
 		return;
 	}
-	/* Warm-up, not counted: a JIT, lazily made threads, socket caches. */
-	{
-		struct loadgen_cfg cfg = {
-			.port = s.port, .conns = conns[0], .threads = 1, .size = 64,
-			.secs = opts.ms / 4000.0,
-		};
-		struct loadgen_res res;
-
-		loadgen_run(&cfg, &res);
-	}
+	warm_up(&s);
 	for (int j = 0; j < nconns; j++) {
 		struct loadgen_cfg cfg = {
 			.port = s.port, .conns = conns[j], .threads = 1, .size = 64,
@@ -154,6 +210,7 @@ static void measure(const char *impl, const char *backend, const char *variant,
 			     bench_median(p999, opts.reps), opts.reps, role);
 	}
 	stop(&s);
+	counted(impl, backend, variant, role, argv);
 }
 
 static void usage(void)

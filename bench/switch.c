@@ -6,7 +6,8 @@
  * it, role=base), the same pinned to one CPU, and a pipe pair.  libumcg:
  * umcg_switch_to() between two workers on one managed core, on every
  * backend that works.  Prints nanoseconds per switch (one hand-off of the
- * token), the median of the repetitions.
+ * token), the median of the repetitions; then, from one more run with the
+ * kernel's counters on, context switches and system calls per switch.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +24,8 @@
 #include "bench.h"
 
 static struct bench_opts opts;
+static struct bench_count *counting;	/* the counted run: its counters */
+static double counted_ops;		/* the switches in its window */
 
 /* ---- futex ping-pong ---- */
 
@@ -61,6 +64,7 @@ static double futex_once(int pin)
 	sched_getaffinity(0, sizeof(saved), &saved);
 	if (pin >= 0)
 		bench_pin_self(pin);
+	bench_count_start(counting);
 	t0 = bench_now_ns();
 	end = t0 + opts.ms * 1e6;
 	do {
@@ -73,6 +77,8 @@ static double futex_once(int pin)
 		n += 16;
 		t = bench_now_ns();
 	} while (t < end);
+	bench_count_stop(counting);
+	counted_ops = 2 * n;
 	atomic_store(&pp.stop, 1);
 	atomic_store(&pp.word, 1);
 	bench_futex_wake(&pp.word, 1);
@@ -103,6 +109,7 @@ static double pipe_once(void)
 		bench_die("pipe: %s", strerror(errno));
 	if (pthread_create(&b, NULL, pipe_b, &pp))
 		bench_die("pthread_create failed");
+	bench_count_start(counting);
 	t0 = bench_now_ns();
 	end = t0 + opts.ms * 1e6;
 	do {
@@ -112,6 +119,8 @@ static double pipe_once(void)
 		n += 16;
 		t = bench_now_ns();
 	} while (t < end);
+	bench_count_stop(counting);
+	counted_ops = 2 * n;
 	close(pp.pipe_ab[1]);
 	pthread_join(b, NULL);
 	close(pp.pipe_ab[0]);
@@ -157,6 +166,7 @@ static void *sw_a(void *arg)
 	struct sw *s = arg;
 	uint64_t t0, t, end, n = 0;
 
+	bench_count_start(counting);
 	t0 = bench_now_ns();
 	end = t0 + opts.ms * 1e6;
 	do {
@@ -169,8 +179,10 @@ static void *sw_a(void *arg)
 		t = bench_now_ns();
 	} while (t < end);
 out:
-	s->n = n;
 	s->ns = bench_now_ns() - t0;
+	bench_count_stop(counting);
+	counted_ops = 2 * n;
+	s->n = n;
 	atomic_store(&s->stop, 1);
 	umcg_unpark(s->b);
 	return NULL;
@@ -201,19 +213,44 @@ static double umcg_once(void)
 
 enum kind { FUTEX, FUTEX_PINNED, PIPE, UMCG };
 
+static double once(enum kind k)
+{
+	switch (k) {
+	case FUTEX: return futex_once(-1);
+	case FUTEX_PINNED: return futex_once(0);
+	case PIPE: return pipe_once();
+	default: return umcg_once();
+	}
+}
+
 static double median_of(enum kind k)
 {
 	double v[1000];
 
-	for (int r = 0; r < opts.reps; r++) {
-		switch (k) {
-		case FUTEX: v[r] = futex_once(-1); break;
-		case FUTEX_PINNED: v[r] = futex_once(0); break;
-		case PIPE: v[r] = pipe_once(); break;
-		case UMCG: v[r] = umcg_once(); break;
-		}
-	}
+	for (int r = 0; r < opts.reps; r++)
+		v[r] = once(k);
 	return bench_median(v, opts.reps);
+}
+
+/* The ns_per_switch line, then the counts from a run of their own. */
+static void measure(enum kind k, const char *impl, const char *backend, const char *variant,
+		    const char *role)
+{
+	struct bench_count c;
+	bool umcg = k == UMCG;
+
+	if (umcg)
+		bench_umcg_init(backend, 1);
+	bench_result("switch", impl, backend, variant, "-", "ns_per_switch", true,
+		     median_of(k), opts.reps, role);
+	if (umcg)
+		bench_umcg_fini();
+	bench_count_begin(&c, umcg ? backend : NULL, 1);
+	counting = &c;
+	once(k);
+	counting = NULL;
+	bench_count_end(&c, umcg ? backend : NULL);
+	bench_count_result(&c, "switch", impl, backend, variant, "-", role, counted_ops, 0, 0);
 }
 
 static void usage(void)
@@ -246,22 +283,16 @@ int main(int argc, char **argv)
 
 	nb = bench_backends(&opts, names, why);
 	if (!opts.no_pthread) {
-		bench_result("switch", "pthread", "stock", "futex", "-", "ns_per_switch",
-			     true, median_of(FUTEX), opts.reps, "base");
-		bench_result("switch", "pthread", "stock", "futex-pinned", "-",
-			     "ns_per_switch", true, median_of(FUTEX_PINNED), opts.reps, NULL);
-		bench_result("switch", "pthread", "stock", "pipe", "-", "ns_per_switch",
-			     true, median_of(PIPE), opts.reps, NULL);
+		measure(FUTEX, "pthread", "stock", "futex", "base");
+		measure(FUTEX_PINNED, "pthread", "stock", "futex-pinned", NULL);
+		measure(PIPE, "pthread", "stock", "pipe", NULL);
 	}
 	for (int i = 0; i < nb; i++) {
 		if (why[i][0]) {
 			bench_result_na("switch", names[i], why[i]);
 			continue;
 		}
-		bench_umcg_init(names[i], 1);
-		bench_result("switch", "umcg", names[i], "switch_to", "-", "ns_per_switch",
-			     true, median_of(UMCG), opts.reps, NULL);
-		bench_umcg_fini();
+		measure(UMCG, "umcg", names[i], "switch_to", NULL);
 	}
 	return 0;
 }

@@ -11,7 +11,9 @@
  * the other workers.  Stock scheduler (role=base): futex wait/wake, all
  * threads unpinned.  libumcg: workers park, the message thread unparks
  * them; all cores managed.  Prints p50, p99 and p99.9 in microseconds over
- * every wake of every repetition.
+ * every wake of every repetition; then, from one more run with the
+ * kernel's counters on, context switches and system calls per wake-up, less
+ * the harness's (the rounds' pacing).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +47,8 @@ static bool use_umcg;
 static double *lat;			/* latency samples, us */
 static _Atomic size_t nr_lat;
 static size_t max_lat;
+static struct bench_count *counting;	/* the counted run: its counters */
+static long rounds, harness_sys;	/* in its window: rounds, pacing calls */
 
 static void wait_for_wake(struct wk *w, uint32_t seen)
 {
@@ -105,6 +109,8 @@ static void once(void)
 		if (ret)
 			bench_die("spawn: %s", strerror(-ret));
 	}
+	rounds = harness_sys = 0;
+	bench_count_start(counting);
 	end = bench_now_ns() + opts.ms * 1e6;
 	while (bench_now_ns() < end && atomic_load(&nr_lat) < max_lat) {
 		uint32_t d;
@@ -112,10 +118,16 @@ static void once(void)
 		atomic_store(&round_done, 0);
 		for (int i = 0; i < nr_workers; i++)
 			wake(&wk[i]);
-		while ((d = atomic_load(&round_done)) < (uint32_t)nr_workers)
+		while ((d = atomic_load(&round_done)) < (uint32_t)nr_workers) {
 			bench_futex_wait(&round_done, d);
+			harness_sys++;
+		}
 		nanosleep(&think, NULL);
+		/* That sleep, and the last worker's wake of this thread. */
+		harness_sys += 2;
+		rounds++;
 	}
+	bench_count_stop(counting);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < nr_workers; i++) {
 		wake(&wk[i]);
@@ -124,6 +136,30 @@ static void once(void)
 		else
 			pthread_join(th[i], NULL);
 	}
+}
+
+/*
+ * The counts, from a run of their own.  Not the operation, subtracted: the
+ * message thread's voluntary context switches (its sleeps between rounds)
+ * and the rounds' pacing system calls (harness_sys).
+ */
+static void counted(const char *impl, const char *backend, const char *kase,
+		    const char *role)
+{
+	struct bench_count c;
+
+	if (use_umcg)
+		bench_umcg_fini();
+	bench_count_begin(&c, use_umcg ? backend : NULL, 0);
+	counting = &c;
+	atomic_store(&nr_lat, 0);
+	once();
+	counting = NULL;
+	bench_count_end(&c, use_umcg ? backend : NULL);
+	bench_count_result(&c, "wakeup", impl, backend, use_umcg ? "park" : "futex", kase,
+			   role, (double)rounds * nr_workers, c.self_vol, harness_sys);
+	if (use_umcg)
+		bench_umcg_init(backend, 0);
 }
 
 static void run(bool umcg, const char *impl, const char *backend, const char *role)
@@ -145,6 +181,7 @@ static void run(bool umcg, const char *impl, const char *backend, const char *ro
 		     bench_percentile(lat, n, 99), n, role);
 	bench_result("wakeup", impl, backend, umcg ? "park" : "futex", kase, "p999_us", true,
 		     bench_percentile(lat, n, 99.9), n, role);
+	counted(impl, backend, kase, role);
 }
 
 static void usage(void)
