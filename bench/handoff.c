@@ -214,9 +214,12 @@ static void counted(bool umcg, const char *impl, const char *backend, const char
 static void run(bool umcg, const char *impl, const char *backend, const char *variant,
 		const char *role)
 {
+	struct umcg_stats st0 = { 0 }, st1 = { 0 };
 	struct handoff h;
 	double med[1000], p90[1000];
 
+	if (umcg)
+		umcg_stats(&st0);
 	for (int r = 0; r < opts.reps; r++) {
 		med[r] = once(umcg, &h);
 		p90[r] = bench_percentile(h.gap_us, h.n, 90);
@@ -226,6 +229,15 @@ static void run(bool umcg, const char *impl, const char *backend, const char *va
 		     bench_median(med, opts.reps), (long)opts.reps * samples, role);
 	bench_result("handoff", impl, backend, variant, "-", "us_to_next_p90", true,
 		     bench_median(p90, opts.reps), (long)opts.reps * samples, role);
+	/*
+	 * Blocks whose core the kernel gave to the staged worker itself (one
+	 * context switch each; the others go through the server: two).
+	 */
+	if (umcg && !umcg_stats(&st1) && st1.blocks > st0.blocks)
+		bench_result("handoff", impl, backend, variant, "-", "kernel_handoffs_per_block",
+			     false, (double)(st1.handoffs - st0.handoffs) /
+			     (double)(st1.blocks - st0.blocks),
+			     (long)(st1.blocks - st0.blocks), role);
 	counted(umcg, impl, backend, variant, role);
 }
 
