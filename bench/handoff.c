@@ -230,10 +230,11 @@ static void run(bool umcg, const char *impl, const char *backend, const char *va
 	bench_result("handoff", impl, backend, variant, "-", "us_to_next_p90", true,
 		     bench_median(p90, opts.reps), (long)opts.reps * samples, role);
 	/*
-	 * Blocks whose core the kernel gave to the staged worker itself (one
-	 * context switch each; the others go through the server: two).
+	 * Kernel backends: blocks whose core the kernel gave to the staged
+	 * worker itself (one context switch each; the others go through the
+	 * server: two).
 	 */
-	if (umcg && !umcg_stats(&st1) && st1.blocks > st0.blocks)
+	if (umcg && strcmp(backend, "user") && !umcg_stats(&st1) && st1.blocks > st0.blocks)
 		bench_result("handoff", impl, backend, variant, "-", "kernel_handoffs_per_block",
 			     false, (double)(st1.handoffs - st0.handoffs) /
 			     (double)(st1.blocks - st0.blocks),
