@@ -33,7 +33,7 @@
 
 #include "scx_maps.h"
 #include "scx_pin.h"
-#include "umcg_scx.h"
+#include "umcg_scx_exit.h"
 
 struct umcg_scx;
 
@@ -137,7 +137,7 @@ int umcg_scx_read_task_stats(const struct umcg_scx *s, pid_t tid,
 /*
  * The descriptor of program or map @name of the loaded instance (still
  * owned by the handle: do not close it), e.g. the enforcer's "umcg_register",
- * "umcg_pick" and "shared" (umcg_scx_enforce.h).  -ENOENT: no such object
+ * "umcg_pick" and "shared" (uapi/umcg_scx.h).  -ENOENT: no such object
  * (a scheduler built without UMCG_SCX_ENFORCE).
  */
 int umcg_scx_obj_fd(const struct umcg_scx *s, const char *name);

@@ -2,14 +2,14 @@
 /*
  * scx_maps.h - read the umcg scheduler's maps through a file descriptor,
  * whether it came from the skeleton (scx_loader.c) or from a pin
- * (scx_pin.c), and name what they hold.  The layouts are in umcg_scx.h.
+ * (scx_pin.c), and name what they hold.  The layouts are in uapi/umcg_scx.h.
  *
  * Functions return 0 or -errno.
  */
 #ifndef UMCG_SCX_MAPS_H
 #define UMCG_SCX_MAPS_H
 
-#include "umcg_scx.h"
+#include "umcg_scx_exit.h"
 
 /* Possible CPUs: the number of copies in a per-CPU map; or -errno. */
 int umcg_scx_nr_cpus(void);

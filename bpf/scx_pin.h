@@ -28,7 +28,7 @@
  *   ctl         ARRAY, struct umcg_scx_ctl: root's requests (the ejection
  *               test hook)
  *   shared      the enforcer's mmapable ARRAY, struct umcg_scx_shared
- *               (umcg_scx_enforce.h), only with UMCG_SCX_ENFORCE.  Frozen
+ *               (uapi/umcg_scx.h), only with UMCG_SCX_ENFORCE.  Frozen
  *               at load (BPF_MAP_FREEZE): no descriptor can update it or
  *               map it writable, so it is read-only for every process
  *               although its users open it read-write.  They must: a
@@ -36,7 +36,7 @@
  *               mmap drops VM_SHARED for a file opened without write access
  *               and bpf_map_mmap() refuses a mapping without it (-EINVAL).
  *   wake        the enforcer's doorbell, a RINGBUF (UMCG_SCX_WAKE_RING_SZ
- *               in umcg_scx_enforce.h), only with UMCG_SCX_ENFORCE:
+ *               in uapi/umcg_scx.h), only with UMCG_SCX_ENFORCE:
  *               libumcg's servers sleep in poll() on it and drain it, so
  *               its users map its consumer page writable: read-write.
  *   enf_timer   the enforcer's timer (heartbeat, hold release), only with
@@ -44,7 +44,7 @@
  *               a timer needs: the kernel frees its timers when no process
  *               and no pin holds it.
  *   umcg_register, umcg_pick, umcg_unregister, umcg_poke
- *               the enforcer's SEC("syscall") commands (umcg_scx_enforce.h),
+ *               the enforcer's SEC("syscall") commands (uapi/umcg_scx.h),
  *               only with UMCG_SCX_ENFORCE, for libumcg's scx backend,
  *               which opens them with BPF_OBJ_GET and BPF_F_RDONLY (a
  *               program's descriptor is read-write whatever the flags:
@@ -82,7 +82,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "umcg_scx.h"
+#include "umcg_scx_exit.h"
 
 #define UMCG_SCX_BPFFS		"/sys/fs/bpf"
 #define UMCG_SCX_PIN_DIR	UMCG_SCX_BPFFS "/umcg"

@@ -47,7 +47,7 @@
  *    copy, no shared cache line; user space sums), per-task ones in task
  *    storage (written only by the task's own callbacks, which sched_ext
  *    serialises under the task's rq lock; user space looks them up with a
- *    pidfd).  Both layouts are in umcg_scx.h.
+ *    pidfd).  Both layouts are in uapi/umcg_scx.h.
  *
  * e. Exit.  ops.exit copies the kernel's exit info into the ARRAY map
  *    "exit_info", kind last.  A foreground loader (umcg-scx) polls it to
@@ -68,7 +68,7 @@
  * core, come with the umcg backend proper.
  */
 #include "umcg_scx_common.bpf.h"
-#include "umcg_scx.h"
+#include "umcg_scx_exit.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -114,7 +114,7 @@ struct {
 	__type(value, struct umcg_scx_task_stats);
 } task_stats SEC(".maps");
 
-/* User space has no vmlinux.h and uses umcg_scx.h's copies of these. */
+/* User space has no vmlinux.h and uses umcg_scx_exit.h's copies of these. */
 _Static_assert(UMCG_SCX_EXIT_NONE == SCX_EXIT_NONE, "exit kind");
 _Static_assert(UMCG_SCX_EXIT_DONE == SCX_EXIT_DONE, "exit kind");
 _Static_assert(UMCG_SCX_EXIT_UNREG == SCX_EXIT_UNREG, "exit kind");

@@ -166,7 +166,15 @@
 
 #include <asm-generic/errno.h>	/* ESTALE */
 
-#include "umcg_scx_enforce.h"
+#include <uapi/umcg_scx.h>
+
+/* User DSQs besides UMCG_SCX_DSQ_FIFO, created in ops.init. */
+#define UMCG_SCX_DSQ_SERVER(cpu)	(0x100ULL + (cpu))  /* held servers of a CPU */
+#define UMCG_SCX_DSQ_WORKER(cpu)	(0x200ULL + (cpu))  /* a CPU's preempted worker */
+#define UMCG_SCX_DSQ_GROUP(g)		(0x300ULL + (g))    /* a group's held workers */
+
+/* Period of the timer that checks heartbeats and hold times (f). */
+#define UMCG_SCX_TIMER_NS	(200ULL * 1000 * 1000)
 
 /* The iterator of the innermost bpf_for_each(), for scx_bpf_dsq_move(). */
 #define ENF_ITER		(&___it)
@@ -1138,13 +1146,14 @@ static int enf_timer_fn(void *map, int *key, struct bpf_timer *timer)
 	return 0;
 }
 
-/* ops.init: the DSQs and the timer. */
+/* ops.init: the DSQs, the timer, and the ABI words of the shared area. */
 static __always_inline s32 enf_init(void)
 {
-	int i;
+	struct umcg_scx_shared *sh;
 	struct enf_timer *et;
 	u32 zero = 0;
 	s32 ret;
+	int i;
 
 	bpf_for(i, 0, UMCG_SCX_MAX_CPUS) {
 		ret = scx_bpf_create_dsq(UMCG_SCX_DSQ_SERVER(i), -1);
@@ -1168,7 +1177,16 @@ static __always_inline s32 enf_init(void)
 	ret = bpf_timer_set_callback(&et->timer, enf_timer_fn);
 	if (ret)
 		return ret;
-	return bpf_timer_start(&et->timer, UMCG_SCX_TIMER_NS, 0);
+	ret = bpf_timer_start(&et->timer, UMCG_SCX_TIMER_NS, 0);
+	if (ret)
+		return ret;
+	/* Last: user space uses nothing of ours before it reads these. */
+	sh = enf_shared();
+	if (!sh)
+		return -ENOENT;
+	WRITE_ONCE(sh->abi_version, UMCG_SCX_ABI_VERSION);
+	__sync_lock_test_and_set(&sh->abi_magic, UMCG_SCX_ABI_MAGIC);
+	return 0;
 }
 
 /* ---- commands ---- */
@@ -1354,7 +1372,8 @@ int umcg_register(struct umcg_scx_register_args *args)
 
 	args->slot = slot;
 	args->group = g;
-	args->task_off = (u64)slot * sizeof(struct umcg_task);
+	args->task_off = __builtin_offsetof(struct umcg_scx_shared, task) +
+			 (u64)slot * sizeof(struct umcg_task);
 	args->events_off = __builtin_offsetof(struct umcg_scx_shared, events) +
 			   (u64)g * UMCG_SCX_EVENT_WORDS * sizeof(u64);
 	return 0;

@@ -59,7 +59,7 @@
 #include "scx_loader.h"
 #include "scx_test.h"
 #include <uapi/umcg.h>
-#include "umcg_scx_enforce.h"
+#include <uapi/umcg_scx.h>
 
 
 /* Generous: TCG is slow. */

@@ -31,7 +31,7 @@ static const char stats_usage[] =
 "Usage: umcgctl stats [--interval SECS [--count N]] [-v]\n"
 "\n"
 "Print the counters of the umcg scheduler that \"umcgctl load\" loaded,\n"
-"summed over all CPUs, one \"NAME VALUE\" line each (bpf/umcg_scx.h says\n"
+"summed over all CPUs, one \"NAME VALUE\" line each (uapi/umcg_scx.h says\n"
 "what each counts).\n"
 "\n"
 "  -i, --interval=SECS   print again every SECS seconds (1..86400), with the\n"
