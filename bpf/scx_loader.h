@@ -119,7 +119,14 @@ bool umcg_scx_exited(const struct umcg_scx *s);
  * A copy of the exit info; kind is UMCG_SCX_EXIT_NONE while running (and
  * if the map cannot be read).  Complete once umcg_scx_exited() is true.
  */
-void umcg_scx_exit_info(const struct umcg_scx *s, struct umcg_scx_exit_info *ei);
+void umcg_scx_exit_info(const struct umcg_scx *s, struct user_exit_info *ei);
+
+/*
+ * The kernel's debug dump of the exit (UEI_RECORD() into .data.uei_dump),
+ * NUL-terminated and empty if there was none; valid until
+ * umcg_scx_close().  Only once umcg_scx_exited() is true.
+ */
+const char *umcg_scx_exit_dump(const struct umcg_scx *s);
 
 /* The global counters, summed over all CPUs. */
 int umcg_scx_read_stats(const struct umcg_scx *s, struct umcg_scx_stats *st);

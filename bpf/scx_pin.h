@@ -23,8 +23,9 @@
  *   stats       PERCPU_ARRAY, struct umcg_scx_stats per CPU
  *   task_stats  TASK_STORAGE, struct umcg_scx_task_stats; key: a pidfd of
  *               the thread
- *   exit_info   ARRAY, struct umcg_scx_exit_info: why the scheduler
- *               stopped, kept after the kernel ejected it
+ *   exit_info   the scheduler's .data, which holds struct user_exit_info
+ *               "uei" (UEI_DEFINE()): why the scheduler stopped, kept
+ *               after the kernel ejected it
  *   ctl         ARRAY, struct umcg_scx_ctl: root's requests (the ejection
  *               test hook)
  *   shared      the enforcer's mmapable ARRAY, struct umcg_scx_shared
@@ -132,6 +133,7 @@ struct umcg_scx_access {
 struct umcg_scx_pin_spec {
 	const char		*name;
 	enum umcg_scx_pin_kind	kind;
+	const char		*map;	/* the map's name if not @name */
 };
 
 /* The maps that umcg_scx_pin() pins; the array ends with a NULL name. */
@@ -198,7 +200,7 @@ int umcg_scx_pinned(const char *dir);
 int umcg_scx_pin_open(const char *dir, const char *name, bool rdonly);
 
 /* The exit info of the scheduler pinned at @dir; kind NONE: it runs. */
-int umcg_scx_pinned_exit_info(const char *dir, struct umcg_scx_exit_info *ei);
+int umcg_scx_pinned_exit_info(const char *dir, struct user_exit_info *ei);
 
 /*
  * The counters of the scheduler pinned at @dir: see
@@ -221,7 +223,7 @@ int umcg_scx_pinned_request_eject(const char *dir, __u32 how);
  * @dir itself.  -ENOENT: no link pinned at @dir (nothing is removed).
  * Root only.
  */
-int umcg_scx_pinned_unload(const char *dir, struct umcg_scx_exit_info *ei);
+int umcg_scx_pinned_unload(const char *dir, struct user_exit_info *ei);
 
 /*
  * Remove every file of @dir, then @dir.  0 also when @dir does not exist.

@@ -164,8 +164,6 @@
 #ifndef UMCG_ENFORCE_BPF_H
 #define UMCG_ENFORCE_BPF_H
 
-#include <asm-generic/errno.h>	/* ESTALE */
-
 #include <uapi/umcg_scx.h>
 
 /* User DSQs besides UMCG_SCX_DSQ_FIFO, created in ops.init. */
@@ -176,40 +174,8 @@
 /* Period of the timer that checks heartbeats and hold times (f). */
 #define UMCG_SCX_TIMER_NS	(200ULL * 1000 * 1000)
 
-/* The iterator of the innermost bpf_for_each(), for scx_bpf_dsq_move(). */
-#define ENF_ITER		(&___it)
-
-#ifndef WRITE_ONCE
-#define WRITE_ONCE(x, v)	(*(volatile typeof(x) *)&(x) = (v))
-#endif
-#ifndef READ_ONCE
-#define READ_ONCE(x)		(*(volatile typeof(x) *)&(x))
-#endif
-
-#ifndef CLOCK_MONOTONIC
-#define CLOCK_MONOTONIC		1
-#endif
-
 #define ENF_ROLE_WORKER		1
 #define ENF_ROLE_SERVER		2
-
-extern bool scx_bpf_dsq_move(struct bpf_iter_scx_dsq *it__iter,
-			     struct task_struct *p, u64 dsq_id,
-			     u64 enq_flags) __ksym __weak;
-extern int bpf_iter_scx_dsq_new(struct bpf_iter_scx_dsq *it, u64 dsq_id,
-				u64 flags) __ksym __weak;
-extern struct task_struct *
-bpf_iter_scx_dsq_next(struct bpf_iter_scx_dsq *it) __ksym __weak;
-extern void bpf_iter_scx_dsq_destroy(struct bpf_iter_scx_dsq *it) __ksym __weak;
-extern s32 scx_bpf_dsq_nr_queued(u64 dsq_id) __ksym;
-extern u32 scx_bpf_nr_cpu_ids(void) __ksym;
-extern s32 scx_bpf_task_cpu(const struct task_struct *p) __ksym;
-extern bool bpf_cpumask_test_cpu(u32 cpu, const struct cpumask *cpumask) __ksym;
-extern void bpf_rcu_read_lock(void) __ksym;
-extern void bpf_rcu_read_unlock(void) __ksym;
-extern struct rq *scx_bpf_locked_rq(void) __ksym __weak;
-extern bool scx_bpf_task_set_slice(struct task_struct *p,
-				   u64 slice) __ksym __weak;
 
 /* Per-thread state: authoritative, kernel-only. */
 struct enf_task {
@@ -595,7 +561,7 @@ static __always_inline bool enf_in_lib_read(struct task_struct *p,
 /* Fair-class tasks are queued on the runqueue being dispatched for. */
 static __always_inline bool enf_fair_queued(void)
 {
-	struct rq *rq = scx_bpf_locked_rq ? scx_bpf_locked_rq() : NULL;
+	struct rq *rq = scx_bpf_locked_rq();
 
 	return rq && rq->cfs.h_nr_queued;
 }
@@ -717,7 +683,7 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		 * after the server applied its WOKEN; not understood yet).
 		 */
 		if (t->doorbell) {
-			umcg_dsq_insert(p, local, slice, enq_flags);
+			scx_bpf_dsq_insert(p, local, slice, enq_flags);
 			return true;
 		}
 		/*
@@ -726,10 +692,10 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		 * CPU.  Otherwise (it yielded, was preempted) it is held.
 		 */
 		if (enq_flags & SCX_ENQ_WAKEUP)
-			umcg_dsq_insert(p, SCX_DSQ_LOCAL_ON | (t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | (t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
 					slice, enq_flags);
 		else
-			umcg_dsq_insert(p, UMCG_SCX_DSQ_SERVER(t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
+			scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_SERVER(t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
 					slice, enq_flags);
 		return true;
 	}
@@ -745,12 +711,12 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 			enf_stat(UMCG_SCX_ENF_PICK_DIRECT);
 			if (cpu < scx_bpf_nr_cpu_ids() &&
 			    bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
-				umcg_dsq_insert(p, enf_worker_dsq(cpu), slice,
+				scx_bpf_dsq_insert(p, enf_worker_dsq(cpu), slice,
 						enq_flags);
 				if (cpu != bpf_get_smp_processor_id())
 					scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 			} else {
-				umcg_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
 			}
 			return true;
 		}
@@ -760,7 +726,7 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		if (t->state != UMCG_TASK_RUNNABLE)
 			scx_bpf_error("umcg: held worker %d in state %u",
 				      p->pid, t->state);
-		umcg_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
+		scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
 				slice, enq_flags);
 		return true;
 	}
@@ -780,7 +746,7 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 			enf_publish(t, UMCG_TASK_RUNNABLE | UMCG_TF_PREEMPT,
 				    ENF_TS_NONE, 0);
 			enf_stat(UMCG_SCX_ENF_SLICE_END);
-			umcg_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
+			scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
 					slice, enq_flags);
 			enf_server_news(t->cpu, SCX_KICK_PREEMPT);
 			return true;
@@ -791,12 +757,12 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		 * holds) runs on the CPU it woke on.
 		 */
 		if (enq_flags & (SCX_ENQ_LAST | SCX_ENQ_WAKEUP)) {
-			umcg_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
 			return true;
 		}
 
 		if (cpu < UMCG_SCX_MAX_CPUS) {
-			umcg_dsq_insert(p, UMCG_SCX_DSQ_WORKER(cpu), slice,
+			scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_WORKER(cpu), slice,
 					enq_flags);
 			/* Only its CPU's dispatch takes it: make sure one comes. */
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -855,7 +821,7 @@ static __always_inline bool enf_dispatch(s32 cpu)
 	if (!c)
 		return false;
 	if (c->need_server) {
-		if (umcg_dsq_move_to_local(UMCG_SCX_DSQ_SERVER(cpu))) {
+		if (scx_bpf_dsq_move_to_local(UMCG_SCX_DSQ_SERVER(cpu), 0)) {
 			c->need_server = 0;
 			c->server_ns = bpf_ktime_get_ns();
 			enf_stat(UMCG_SCX_ENF_SERVER_RUN);
@@ -879,7 +845,7 @@ static __always_inline bool enf_dispatch_preempted(s32 cpu)
 {
 	if (cpu < 0 || cpu >= UMCG_SCX_MAX_CPUS)
 		return false;
-	return umcg_dsq_move_to_local(UMCG_SCX_DSQ_WORKER(cpu));
+	return scx_bpf_dsq_move_to_local(UMCG_SCX_DSQ_WORKER(cpu), 0);
 }
 
 /*
@@ -943,7 +909,7 @@ static __always_inline bool enf_dispatch_contended(s32 cpu)
 			mine = !!t;
 			if (mine && !enf_unhold(t))
 				continue;
-			if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 				if (mine)
 					enf_rehold(t);
 				continue;
@@ -972,8 +938,7 @@ static __always_inline void enf_keep_prev(struct task_struct *prev, u64 slice)
 {
 	struct enf_task *t;
 
-	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) ||
-	    !scx_bpf_task_set_slice)
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED))
 		return;
 	t = enf_task_of(prev);
 	if (t && t->role == ENF_ROLE_SERVER && !t->doorbell)
@@ -1057,7 +1022,7 @@ static __always_inline bool enf_run_server_now(u32 cpu)
 	if (cpu >= UMCG_SCX_MAX_CPUS)
 		return false;
 	bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_SERVER(cpu), 0) {
-		moved = scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu,
+		moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu,
 					 SCX_ENQ_HEAD | SCX_ENQ_PREEMPT);
 		break;
 	}
@@ -1106,7 +1071,7 @@ static __always_inline void enf_release_expired(u64 dsq, u64 now)
 		mine = !!t;
 		if (mine && !enf_unhold(t))
 			continue;
-		if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0)) {
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0)) {
 			if (mine)
 				enf_rehold(t);
 			continue;
@@ -1490,8 +1455,8 @@ held:
 			break;
 		}
 		/* Else it cannot go to @cpu now (migration disabled): anywhere. */
-		if (scx_bpf_dsq_move(ENF_ITER, p, enf_worker_dsq(cpu), 0) ||
-		    scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_GLOBAL, 0)) {
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, enf_worker_dsq(cpu), 0) ||
+		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0)) {
 			enf_stat(UMCG_SCX_ENF_PICK);
 			ret = 0;
 		} else {

@@ -264,7 +264,7 @@ FIXTURE_SETUP(enf)
 
 FIXTURE_TEARDOWN(enf)
 {
-	struct umcg_scx_exit_info ei;
+	struct user_exit_info ei;
 
 	if (self->s) {
 		umcg_scx_exit_info(self->s, &ei);

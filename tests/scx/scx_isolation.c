@@ -796,7 +796,7 @@ FIXTURE_SETUP(iso)
 
 FIXTURE_TEARDOWN(iso)
 {
-	struct umcg_scx_exit_info ei;
+	struct user_exit_info ei;
 
 	if (self->p) {
 		atomic_store(&self->p->stop, true);
