@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,9 @@
 
 #include "scx_loader.h"
 #include "umcg.bpf.skel.h"
+
+/* Where "uei" lies in .data, for umcg_scx_exit_info_read_fd(). */
+const size_t umcg_scx_uei_off = offsetof(struct umcg_bpf__data, uei);
 
 #define SCX_SYSFS	"/sys/kernel/sched_ext"
 
@@ -167,8 +171,10 @@ int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts)
 		ret = -errno;
 		goto err;
 	}
-	if (o.slice_ns)
-		s->skel->rodata->umcg_slice_ns = o.slice_ns;
+	/* The SCX_* enum values of the running kernel (scx/enums.bpf.h). */
+	SCX_ENUM_INIT(s->skel);
+	s->skel->rodata->umcg_slice_ns =
+		o.slice_ns ? o.slice_ns : s->skel->rodata->__SCX_SLICE_DFL;
 	s->skel->struct_ops.umcg_ops->timeout_ms =
 		o.timeout_ms ? o.timeout_ms : UMCG_SCX_TIMEOUT_MS_DFL;
 	if (o.name) {
@@ -177,6 +183,8 @@ int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts)
 			goto err;
 	}
 
+	/* The dump buffer: the ops' exit_dump_len, or the kernel's default. */
+	UEI_SET_SIZE(s->skel, umcg_ops, uei);
 	ret = umcg_bpf__load(s->skel);
 	if (ret)
 		goto err;
@@ -256,7 +264,8 @@ int umcg_scx_pin(struct umcg_scx *s, const char *dir,
 	for (spec = umcg_scx_pinned_maps; spec->name; spec++) {
 		struct bpf_map *map;
 
-		map = bpf_object__find_map_by_name(s->skel->obj, spec->name);
+		map = bpf_object__find_map_by_name(s->skel->obj,
+						   spec->map ? spec->map : spec->name);
 		if (!map) {
 			ret = -ENOENT;
 			goto err;
@@ -308,16 +317,27 @@ err:
 
 bool umcg_scx_exited(const struct umcg_scx *s)
 {
-	struct umcg_scx_exit_info ei;
+	struct user_exit_info ei;
 
 	umcg_scx_exit_info(s, &ei);
 	return ei.kind != UMCG_SCX_EXIT_NONE;
 }
 
-void umcg_scx_exit_info(const struct umcg_scx *s, struct umcg_scx_exit_info *ei)
+void umcg_scx_exit_info(const struct umcg_scx *s, struct user_exit_info *ei)
 {
-	if (umcg_scx_exit_info_read_fd(bpf_map__fd(s->skel->maps.exit_info), ei))
+	if (umcg_scx_exit_info_read_fd(bpf_map__fd(s->skel->maps.data), ei))
 		memset(ei, 0, sizeof(*ei));
+}
+
+const char *umcg_scx_exit_dump(const struct umcg_scx *s)
+{
+	size_t len = s->skel->rodata->uei_dump_len;
+	char *dump = s->skel->data_uei_dump->uei_dump;
+
+	if (!len)
+		return "";
+	dump[len - 1] = '\0';
+	return dump;
 }
 
 int umcg_scx_read_stats(const struct umcg_scx *s, struct umcg_scx_stats *st)

@@ -33,7 +33,7 @@
 
 #include "scx_maps.h"
 #include "scx_pin.h"
-#include "umcg_scx.h"
+#include "umcg_scx_exit.h"
 
 struct umcg_scx;
 
@@ -119,7 +119,14 @@ bool umcg_scx_exited(const struct umcg_scx *s);
  * A copy of the exit info; kind is UMCG_SCX_EXIT_NONE while running (and
  * if the map cannot be read).  Complete once umcg_scx_exited() is true.
  */
-void umcg_scx_exit_info(const struct umcg_scx *s, struct umcg_scx_exit_info *ei);
+void umcg_scx_exit_info(const struct umcg_scx *s, struct user_exit_info *ei);
+
+/*
+ * The kernel's debug dump of the exit (UEI_RECORD() into .data.uei_dump),
+ * NUL-terminated and empty if there was none; valid until
+ * umcg_scx_close().  Only once umcg_scx_exited() is true.
+ */
+const char *umcg_scx_exit_dump(const struct umcg_scx *s);
 
 /* The global counters, summed over all CPUs. */
 int umcg_scx_read_stats(const struct umcg_scx *s, struct umcg_scx_stats *st);
@@ -137,7 +144,7 @@ int umcg_scx_read_task_stats(const struct umcg_scx *s, pid_t tid,
 /*
  * The descriptor of program or map @name of the loaded instance (still
  * owned by the handle: do not close it), e.g. the enforcer's "umcg_register",
- * "umcg_pick" and "shared" (umcg_scx_enforce.h).  -ENOENT: no such object
+ * "umcg_pick" and "shared" (uapi/umcg_scx.h).  -ENOENT: no such object
  * (a scheduler built without UMCG_SCX_ENFORCE).
  */
 int umcg_scx_obj_fd(const struct umcg_scx *s, const char *name);

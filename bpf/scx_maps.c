@@ -44,12 +44,33 @@ int umcg_scx_stats_read_fd(int fd, struct umcg_scx_stats *sum,
 	return ret;
 }
 
-int umcg_scx_exit_info_read_fd(int fd, struct umcg_scx_exit_info *ei)
+int umcg_scx_exit_info_read_fd(int fd, struct user_exit_info *ei)
 {
-	__u32 zero = 0;
+	struct bpf_map_info info;
+	__u32 len = sizeof(info), zero = 0;
+	char *buf;
+	int ret = 0;
 
-	if (bpf_map_lookup_elem(fd, &zero, ei))
+	/*
+	 * .data also holds the static format strings of scx_bpf_error() and
+	 * friends, which the skeleton does not show: at least "uei" must fit.
+	 */
+	memset(&info, 0, sizeof(info));
+	if (bpf_map_get_info_by_fd(fd, &info, &len))
 		return -errno;
+	if (info.max_entries != 1 ||
+	    info.value_size < umcg_scx_uei_off + sizeof(*ei))
+		return -EPROTO;
+	buf = malloc(info.value_size);
+	if (!buf)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(fd, &zero, buf))
+		ret = -errno;
+	else
+		memcpy(ei, buf + umcg_scx_uei_off, sizeof(*ei));
+	free(buf);
+	if (ret)
+		return ret;
 	ei->reason[sizeof(ei->reason) - 1] = '\0';
 	ei->msg[sizeof(ei->msg) - 1] = '\0';
 	return 0;

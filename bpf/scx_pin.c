@@ -26,13 +26,13 @@
 #include "scx_pin.h"
 
 const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
-	{ UMCG_SCX_PIN_STATS,		UMCG_SCX_PIN_PUBLIC },
-	{ UMCG_SCX_PIN_TASK_STATS,	UMCG_SCX_PIN_PUBLIC },
-	{ UMCG_SCX_PIN_EXIT_INFO,	UMCG_SCX_PIN_PUBLIC },
-	{ UMCG_SCX_PIN_CTL,		UMCG_SCX_PIN_ROOT },
+	{ UMCG_SCX_PIN_STATS,		UMCG_SCX_PIN_PUBLIC, NULL },
+	{ UMCG_SCX_PIN_TASK_STATS,	UMCG_SCX_PIN_PUBLIC, NULL },
+	{ UMCG_SCX_PIN_EXIT_INFO,	UMCG_SCX_PIN_PUBLIC, ".data" },
+	{ UMCG_SCX_PIN_CTL,		UMCG_SCX_PIN_ROOT, NULL },
 #ifdef UMCG_HAVE_SCX_ENFORCE
-	{ UMCG_SCX_PIN_SHARED,		UMCG_SCX_PIN_USE_RW },
-	{ UMCG_SCX_PIN_WAKE,		UMCG_SCX_PIN_USE_RW },
+	{ UMCG_SCX_PIN_SHARED,		UMCG_SCX_PIN_USE_RW, NULL },
+	{ UMCG_SCX_PIN_WAKE,		UMCG_SCX_PIN_USE_RW, NULL },
 	/*
 	 * Pinned for its user reference only: the kernel frees the timers of
 	 * a map that no process holds and no pin holds ("maps with timers
@@ -40,19 +40,19 @@ const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
 	 * bpf_timer_init()), so without it the heartbeat and the hold
 	 * release stopped when "umcgctl load" exited.
 	 */
-	{ UMCG_SCX_PIN_TIMER,		UMCG_SCX_PIN_ROOT },
+	{ UMCG_SCX_PIN_TIMER,		UMCG_SCX_PIN_ROOT, NULL },
 #endif
-	{ NULL, 0 }
+	{ NULL, 0, NULL }
 };
 
 const struct umcg_scx_pin_spec umcg_scx_pinned_progs[] = {
 #ifdef UMCG_HAVE_SCX_ENFORCE
-	{ "umcg_register",	UMCG_SCX_PIN_USE_R },
-	{ "umcg_pick",		UMCG_SCX_PIN_USE_R },
-	{ "umcg_unregister",	UMCG_SCX_PIN_USE_R },
-	{ "umcg_poke",		UMCG_SCX_PIN_USE_R },
+	{ "umcg_register",	UMCG_SCX_PIN_USE_R, NULL },
+	{ "umcg_pick",		UMCG_SCX_PIN_USE_R, NULL },
+	{ "umcg_unregister",	UMCG_SCX_PIN_USE_R, NULL },
+	{ "umcg_poke",		UMCG_SCX_PIN_USE_R, NULL },
 #endif
-	{ NULL, 0 }
+	{ NULL, 0, NULL }
 };
 
 mode_t umcg_scx_pin_mode(enum umcg_scx_pin_kind kind,
@@ -286,7 +286,7 @@ int umcg_scx_pin_open(const char *dir, const char *name, bool rdonly)
 	return fd < 0 ? -errno : fd;
 }
 
-int umcg_scx_pinned_exit_info(const char *dir, struct umcg_scx_exit_info *ei)
+int umcg_scx_pinned_exit_info(const char *dir, struct user_exit_info *ei)
 {
 	int fd, ret;
 
@@ -365,7 +365,7 @@ static void sleep_ms(unsigned int ms)
 		;
 }
 
-int umcg_scx_pinned_unload(const char *dir, struct umcg_scx_exit_info *ei)
+int umcg_scx_pinned_unload(const char *dir, struct user_exit_info *ei)
 {
 	int link_fd, ei_fd, ret;
 

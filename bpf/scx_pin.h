@@ -23,12 +23,13 @@
  *   stats       PERCPU_ARRAY, struct umcg_scx_stats per CPU
  *   task_stats  TASK_STORAGE, struct umcg_scx_task_stats; key: a pidfd of
  *               the thread
- *   exit_info   ARRAY, struct umcg_scx_exit_info: why the scheduler
- *               stopped, kept after the kernel ejected it
+ *   exit_info   the scheduler's .data, which holds struct user_exit_info
+ *               "uei" (UEI_DEFINE()): why the scheduler stopped, kept
+ *               after the kernel ejected it
  *   ctl         ARRAY, struct umcg_scx_ctl: root's requests (the ejection
  *               test hook)
  *   shared      the enforcer's mmapable ARRAY, struct umcg_scx_shared
- *               (umcg_scx_enforce.h), only with UMCG_SCX_ENFORCE.  Frozen
+ *               (uapi/umcg_scx.h), only with UMCG_SCX_ENFORCE.  Frozen
  *               at load (BPF_MAP_FREEZE): no descriptor can update it or
  *               map it writable, so it is read-only for every process
  *               although its users open it read-write.  They must: a
@@ -36,7 +37,7 @@
  *               mmap drops VM_SHARED for a file opened without write access
  *               and bpf_map_mmap() refuses a mapping without it (-EINVAL).
  *   wake        the enforcer's doorbell, a RINGBUF (UMCG_SCX_WAKE_RING_SZ
- *               in umcg_scx_enforce.h), only with UMCG_SCX_ENFORCE:
+ *               in uapi/umcg_scx.h), only with UMCG_SCX_ENFORCE:
  *               libumcg's servers sleep in poll() on it and drain it, so
  *               its users map its consumer page writable: read-write.
  *   enf_timer   the enforcer's timer (heartbeat, hold release), only with
@@ -44,7 +45,7 @@
  *               a timer needs: the kernel frees its timers when no process
  *               and no pin holds it.
  *   umcg_register, umcg_pick, umcg_unregister, umcg_poke
- *               the enforcer's SEC("syscall") commands (umcg_scx_enforce.h),
+ *               the enforcer's SEC("syscall") commands (uapi/umcg_scx.h),
  *               only with UMCG_SCX_ENFORCE, for libumcg's scx backend,
  *               which opens them with BPF_OBJ_GET and BPF_F_RDONLY (a
  *               program's descriptor is read-write whatever the flags:
@@ -82,7 +83,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "umcg_scx.h"
+#include "umcg_scx_exit.h"
 
 #define UMCG_SCX_BPFFS		"/sys/fs/bpf"
 #define UMCG_SCX_PIN_DIR	UMCG_SCX_BPFFS "/umcg"
@@ -132,6 +133,7 @@ struct umcg_scx_access {
 struct umcg_scx_pin_spec {
 	const char		*name;
 	enum umcg_scx_pin_kind	kind;
+	const char		*map;	/* the map's name if not @name */
 };
 
 /* The maps that umcg_scx_pin() pins; the array ends with a NULL name. */
@@ -198,7 +200,7 @@ int umcg_scx_pinned(const char *dir);
 int umcg_scx_pin_open(const char *dir, const char *name, bool rdonly);
 
 /* The exit info of the scheduler pinned at @dir; kind NONE: it runs. */
-int umcg_scx_pinned_exit_info(const char *dir, struct umcg_scx_exit_info *ei);
+int umcg_scx_pinned_exit_info(const char *dir, struct user_exit_info *ei);
 
 /*
  * The counters of the scheduler pinned at @dir: see
@@ -221,7 +223,7 @@ int umcg_scx_pinned_request_eject(const char *dir, __u32 how);
  * @dir itself.  -ENOENT: no link pinned at @dir (nothing is removed).
  * Root only.
  */
-int umcg_scx_pinned_unload(const char *dir, struct umcg_scx_exit_info *ei);
+int umcg_scx_pinned_unload(const char *dir, struct user_exit_info *ei);
 
 /*
  * Remove every file of @dir, then @dir.  0 also when @dir does not exist.

@@ -47,14 +47,15 @@
  *    copy, no shared cache line; user space sums), per-task ones in task
  *    storage (written only by the task's own callbacks, which sched_ext
  *    serialises under the task's rq lock; user space looks them up with a
- *    pidfd).  Both layouts are in umcg_scx.h.
+ *    pidfd).  Both layouts are in uapi/umcg_scx.h.
  *
- * e. Exit.  ops.exit copies the kernel's exit info into the ARRAY map
- *    "exit_info", kind last.  A foreground loader (umcg-scx) polls it to
- *    report why we stopped and restarts when the kernel asks
- *    (UMCG_SCX_ECODE_ACT_RESTART); "umcgctl load" pins it, so that
- *    "umcgctl status" can report an ejection after the fact, when no
- *    process of ours is left to watch.
+ * e. Exit.  ops.exit records the kernel's exit info with UEI_RECORD()
+ *    (the kernel's user_exit_info.bpf.h) into "uei" in .data, kind
+ *    last, and its debug dump into .data.uei_dump.  A foreground
+ *    loader (umcg-scx) polls it to report why we stopped and restarts when
+ *    the kernel asks (UEI_ECODE_RESTART()); "umcgctl load" pins .data as
+ *    "exit_info", so that "umcgctl status" can report an ejection after
+ *    the fact, when no process of ours is left to watch.
  *
  * f. Test hook.  Root can ask for a deliberate ejection through the pinned
  *    ARRAY map "ctl" (struct umcg_scx_ctl): while ctl.eject is set, the next
@@ -68,12 +69,15 @@
  * core, come with the umcg backend proper.
  */
 #include "umcg_scx_common.bpf.h"
-#include "umcg_scx.h"
+#include "umcg_scx_exit.h"
 
 char _license[] SEC("license") = "GPL";
 
-/* Settings, written by the loader before load (skel->rodata). */
-const volatile __u64 umcg_slice_ns = SCX_SLICE_DFL;
+/*
+ * Settings, written by the loader before load (skel->rodata): the slice
+ * is the kernel's SCX_SLICE_DFL unless the loader was given one.
+ */
+const volatile __u64 umcg_slice_ns;
 
 /*
  * The enforcer for threads that register (umcg_enforce.bpf.h, its own
@@ -84,13 +88,8 @@ const volatile __u64 umcg_slice_ns = SCX_SLICE_DFL;
 #include "umcg_enforce.bpf.h"
 #endif
 
-/* Why the scheduler stopped: key 0, written once, by ops.exit. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, u32);
-	__type(value, struct umcg_scx_exit_info);
-} exit_info SEC(".maps");
+/* Why the scheduler stopped, and the kernel's dump: written by ops.exit. */
+UEI_DEFINE(uei);
 
 /* Requests from root (key 0); see struct umcg_scx_ctl and (f) above. */
 struct {
@@ -114,7 +113,7 @@ struct {
 	__type(value, struct umcg_scx_task_stats);
 } task_stats SEC(".maps");
 
-/* User space has no vmlinux.h and uses umcg_scx.h's copies of these. */
+/* User space has no vmlinux.h and uses umcg_scx_exit.h's copies of these. */
 _Static_assert(UMCG_SCX_EXIT_NONE == SCX_EXIT_NONE, "exit kind");
 _Static_assert(UMCG_SCX_EXIT_DONE == SCX_EXIT_DONE, "exit kind");
 _Static_assert(UMCG_SCX_EXIT_UNREG == SCX_EXIT_UNREG, "exit kind");
@@ -124,9 +123,6 @@ _Static_assert(UMCG_SCX_EXIT_SYSRQ == SCX_EXIT_SYSRQ, "exit kind");
 _Static_assert(UMCG_SCX_EXIT_ERROR == SCX_EXIT_ERROR, "exit kind");
 _Static_assert(UMCG_SCX_EXIT_ERROR_BPF == SCX_EXIT_ERROR_BPF, "exit kind");
 _Static_assert(UMCG_SCX_EXIT_ERROR_STALL == SCX_EXIT_ERROR_STALL, "exit kind");
-_Static_assert(UMCG_SCX_ECODE_ACT_RESTART == SCX_ECODE_ACT_RESTART, "exit code");
-/* A vmlinux.h from an old pahole truncates 64-bit enums. */
-_Static_assert(SCX_DSQ_FLAG_BUILTIN, "vmlinux.h lost its 64-bit enum values");
 
 static __always_inline void stat_inc(u32 idx)
 {
@@ -152,7 +148,7 @@ static struct umcg_scx_task_stats *task_ctx(struct task_struct *p)
 	return t;
 }
 
-s32 UMCG_OPS(select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+s32 BPF_STRUCT_OPS(umcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 {
 	struct umcg_scx_task_stats *t;
 	bool is_idle = false;
@@ -169,12 +165,12 @@ s32 UMCG_OPS(select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
 			t->dispatch++;
 		stat_inc(UMCG_SCX_STAT_DIRECT);
 		/* From select_cpu, SCX_DSQ_LOCAL is the local DSQ of @cpu. */
-		umcg_dsq_insert(p, SCX_DSQ_LOCAL, umcg_slice_ns, 0);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, umcg_slice_ns, 0);
 	}
 	return cpu;
 }
 
-void UMCG_OPS(enqueue, struct task_struct *p, u64 enq_flags)
+void BPF_STRUCT_OPS(umcg_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct umcg_scx_task_stats *t;
 	s32 cpu;
@@ -189,7 +185,7 @@ void UMCG_OPS(enqueue, struct task_struct *p, u64 enq_flags)
 	 * CPU, uncounted, as the kernel would have kept it without the flag.
 	 */
 	if (enq_flags & SCX_ENQ_LAST) {
-		umcg_dsq_insert(p, SCX_DSQ_LOCAL, umcg_slice_ns, enq_flags);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, umcg_slice_ns, enq_flags);
 		return;
 	}
 #endif
@@ -199,7 +195,7 @@ void UMCG_OPS(enqueue, struct task_struct *p, u64 enq_flags)
 		t->queued = 1;
 	}
 	stat_inc(UMCG_SCX_STAT_ENQUEUE);
-	umcg_dsq_insert(p, UMCG_SCX_DSQ_FIFO, umcg_slice_ns, enq_flags);
+	scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_FIFO, umcg_slice_ns, enq_flags);
 
 	/* Claims the CPU's idle bit, so two enqueues never kick the same one. */
 	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
@@ -209,7 +205,7 @@ void UMCG_OPS(enqueue, struct task_struct *p, u64 enq_flags)
 	}
 }
 
-void UMCG_OPS(dispatch, s32 cpu, struct task_struct *prev)
+void BPF_STRUCT_OPS(umcg_dispatch, s32 cpu, struct task_struct *prev)
 {
 	/*
 	 * One task per call: the kernel calls again if the local DSQ is still
@@ -222,7 +218,7 @@ void UMCG_OPS(dispatch, s32 cpu, struct task_struct *prev)
 	if (enf_dispatch(cpu))
 		return;
 #endif
-	if (umcg_dsq_move_to_local(UMCG_SCX_DSQ_FIFO)) {
+	if (scx_bpf_dsq_move_to_local(UMCG_SCX_DSQ_FIFO, 0)) {
 		stat_inc(UMCG_SCX_STAT_DISPATCH);
 		return;
 	}
@@ -233,7 +229,7 @@ void UMCG_OPS(dispatch, s32 cpu, struct task_struct *prev)
 #endif
 }
 
-void UMCG_OPS(running, struct task_struct *p)
+void BPF_STRUCT_OPS(umcg_running, struct task_struct *p)
 {
 	struct umcg_scx_task_stats *t = task_ctx(p);
 
@@ -249,23 +245,23 @@ void UMCG_OPS(running, struct task_struct *p)
 }
 
 #ifdef UMCG_SCX_ENFORCE
-void UMCG_OPS(runnable, struct task_struct *p, u64 enq_flags)
+void BPF_STRUCT_OPS(umcg_runnable, struct task_struct *p, u64 enq_flags)
 {
 	enf_runnable(p, enq_flags);
 }
 
-void UMCG_OPS(exit_task, struct task_struct *p, struct scx_exit_task_args *args)
+void BPF_STRUCT_OPS(umcg_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
 {
 	enf_exit_task(p);
 }
 
-void UMCG_OPS(tick, struct task_struct *p)
+void BPF_STRUCT_OPS(umcg_tick, struct task_struct *p)
 {
 	enf_tick(p);
 }
 #endif
 
-void UMCG_OPS(quiescent, struct task_struct *p, u64 deq_flags)
+void BPF_STRUCT_OPS(umcg_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	struct umcg_scx_task_stats *t;
 
@@ -294,7 +290,7 @@ static void eject_if_requested(void)
 		scx_bpf_error(UMCG_SCX_EJECT_MSG);
 }
 
-void UMCG_OPS(enable, struct task_struct *p)
+void BPF_STRUCT_OPS(umcg_enable, struct task_struct *p)
 {
 	struct umcg_scx_task_stats *t = task_ctx(p);
 
@@ -306,12 +302,12 @@ void UMCG_OPS(enable, struct task_struct *p)
 	eject_if_requested();
 }
 
-void UMCG_OPS(disable, struct task_struct *p)
+void BPF_STRUCT_OPS(umcg_disable, struct task_struct *p)
 {
 	stat_inc(UMCG_SCX_STAT_DISABLE);
 }
 
-s32 UMCG_OPS(init_task, struct task_struct *p, struct scx_init_task_args *args)
+s32 BPF_STRUCT_OPS(umcg_init_task, struct task_struct *p, struct scx_init_task_args *args)
 {
 	/* For every task, at load and at fork: see (a) and (d) above. */
 	if (!bpf_task_storage_get(&task_stats, p, 0,
@@ -320,7 +316,7 @@ s32 UMCG_OPS(init_task, struct task_struct *p, struct scx_init_task_args *args)
 	return 0;
 }
 
-s32 UMCG_OPS_SLEEPABLE(init)
+s32 BPF_STRUCT_OPS_SLEEPABLE(umcg_init)
 {
 	s32 ret;
 
@@ -333,22 +329,13 @@ s32 UMCG_OPS_SLEEPABLE(init)
 	return ret;
 }
 
-void UMCG_OPS(exit, struct scx_exit_info *ei)
+void BPF_STRUCT_OPS(umcg_exit, struct scx_exit_info *ei)
 {
-	u32 zero = 0;
-	struct umcg_scx_exit_info *x = bpf_map_lookup_elem(&exit_info, &zero);
-
 #ifdef UMCG_SCX_ENFORCE
 	enf_stopped = 1;
 #endif
-	/* An ARRAY's element 0 always exists. */
-	if (!x)
-		return;
-	bpf_probe_read_kernel_str(x->reason, sizeof(x->reason), ei->reason);
-	bpf_probe_read_kernel_str(x->msg, sizeof(x->msg), ei->msg);
-	x->exit_code = ei->exit_code;
-	/* Last, and a full barrier: user space reads the rest after it. */
-	__sync_lock_test_and_set(&x->kind, ei->kind);
+	/* The kind last, with a full barrier: readers take the rest after it. */
+	UEI_RECORD(uei, ei);
 }
 
 SEC(".struct_ops.link")

@@ -164,44 +164,18 @@
 #ifndef UMCG_ENFORCE_BPF_H
 #define UMCG_ENFORCE_BPF_H
 
-#include <asm-generic/errno.h>	/* ESTALE */
+#include <uapi/umcg_scx.h>
 
-#include "umcg_scx_enforce.h"
+/* User DSQs besides UMCG_SCX_DSQ_FIFO, created in ops.init. */
+#define UMCG_SCX_DSQ_SERVER(cpu)	(0x100ULL + (cpu))  /* held servers of a CPU */
+#define UMCG_SCX_DSQ_WORKER(cpu)	(0x200ULL + (cpu))  /* a CPU's preempted worker */
+#define UMCG_SCX_DSQ_GROUP(g)		(0x300ULL + (g))    /* a group's held workers */
 
-/* The iterator of the innermost bpf_for_each(), for scx_bpf_dsq_move(). */
-#define ENF_ITER		(&___it)
-
-#ifndef WRITE_ONCE
-#define WRITE_ONCE(x, v)	(*(volatile typeof(x) *)&(x) = (v))
-#endif
-#ifndef READ_ONCE
-#define READ_ONCE(x)		(*(volatile typeof(x) *)&(x))
-#endif
-
-#ifndef CLOCK_MONOTONIC
-#define CLOCK_MONOTONIC		1
-#endif
+/* Period of the timer that checks heartbeats and hold times (f). */
+#define UMCG_SCX_TIMER_NS	(200ULL * 1000 * 1000)
 
 #define ENF_ROLE_WORKER		1
 #define ENF_ROLE_SERVER		2
-
-extern bool scx_bpf_dsq_move(struct bpf_iter_scx_dsq *it__iter,
-			     struct task_struct *p, u64 dsq_id,
-			     u64 enq_flags) __ksym __weak;
-extern int bpf_iter_scx_dsq_new(struct bpf_iter_scx_dsq *it, u64 dsq_id,
-				u64 flags) __ksym __weak;
-extern struct task_struct *
-bpf_iter_scx_dsq_next(struct bpf_iter_scx_dsq *it) __ksym __weak;
-extern void bpf_iter_scx_dsq_destroy(struct bpf_iter_scx_dsq *it) __ksym __weak;
-extern s32 scx_bpf_dsq_nr_queued(u64 dsq_id) __ksym;
-extern u32 scx_bpf_nr_cpu_ids(void) __ksym;
-extern s32 scx_bpf_task_cpu(const struct task_struct *p) __ksym;
-extern bool bpf_cpumask_test_cpu(u32 cpu, const struct cpumask *cpumask) __ksym;
-extern void bpf_rcu_read_lock(void) __ksym;
-extern void bpf_rcu_read_unlock(void) __ksym;
-extern struct rq *scx_bpf_locked_rq(void) __ksym __weak;
-extern bool scx_bpf_task_set_slice(struct task_struct *p,
-				   u64 slice) __ksym __weak;
 
 /* Per-thread state: authoritative, kernel-only. */
 struct enf_task {
@@ -587,7 +561,7 @@ static __always_inline bool enf_in_lib_read(struct task_struct *p,
 /* Fair-class tasks are queued on the runqueue being dispatched for. */
 static __always_inline bool enf_fair_queued(void)
 {
-	struct rq *rq = scx_bpf_locked_rq ? scx_bpf_locked_rq() : NULL;
+	struct rq *rq = scx_bpf_locked_rq();
 
 	return rq && rq->cfs.h_nr_queued;
 }
@@ -709,7 +683,7 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		 * after the server applied its WOKEN; not understood yet).
 		 */
 		if (t->doorbell) {
-			umcg_dsq_insert(p, local, slice, enq_flags);
+			scx_bpf_dsq_insert(p, local, slice, enq_flags);
 			return true;
 		}
 		/*
@@ -718,10 +692,10 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		 * CPU.  Otherwise (it yielded, was preempted) it is held.
 		 */
 		if (enq_flags & SCX_ENQ_WAKEUP)
-			umcg_dsq_insert(p, SCX_DSQ_LOCAL_ON | (t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | (t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
 					slice, enq_flags);
 		else
-			umcg_dsq_insert(p, UMCG_SCX_DSQ_SERVER(t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
+			scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_SERVER(t->cpu & (UMCG_SCX_MAX_CPUS - 1)),
 					slice, enq_flags);
 		return true;
 	}
@@ -737,12 +711,12 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 			enf_stat(UMCG_SCX_ENF_PICK_DIRECT);
 			if (cpu < scx_bpf_nr_cpu_ids() &&
 			    bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
-				umcg_dsq_insert(p, enf_worker_dsq(cpu), slice,
+				scx_bpf_dsq_insert(p, enf_worker_dsq(cpu), slice,
 						enq_flags);
 				if (cpu != bpf_get_smp_processor_id())
 					scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 			} else {
-				umcg_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+				scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
 			}
 			return true;
 		}
@@ -752,7 +726,7 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		if (t->state != UMCG_TASK_RUNNABLE)
 			scx_bpf_error("umcg: held worker %d in state %u",
 				      p->pid, t->state);
-		umcg_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
+		scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
 				slice, enq_flags);
 		return true;
 	}
@@ -772,7 +746,7 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 			enf_publish(t, UMCG_TASK_RUNNABLE | UMCG_TF_PREEMPT,
 				    ENF_TS_NONE, 0);
 			enf_stat(UMCG_SCX_ENF_SLICE_END);
-			umcg_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
+			scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
 					slice, enq_flags);
 			enf_server_news(t->cpu, SCX_KICK_PREEMPT);
 			return true;
@@ -783,12 +757,12 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		 * holds) runs on the CPU it woke on.
 		 */
 		if (enq_flags & (SCX_ENQ_LAST | SCX_ENQ_WAKEUP)) {
-			umcg_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
 			return true;
 		}
 
 		if (cpu < UMCG_SCX_MAX_CPUS) {
-			umcg_dsq_insert(p, UMCG_SCX_DSQ_WORKER(cpu), slice,
+			scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_WORKER(cpu), slice,
 					enq_flags);
 			/* Only its CPU's dispatch takes it: make sure one comes. */
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -847,7 +821,7 @@ static __always_inline bool enf_dispatch(s32 cpu)
 	if (!c)
 		return false;
 	if (c->need_server) {
-		if (umcg_dsq_move_to_local(UMCG_SCX_DSQ_SERVER(cpu))) {
+		if (scx_bpf_dsq_move_to_local(UMCG_SCX_DSQ_SERVER(cpu), 0)) {
 			c->need_server = 0;
 			c->server_ns = bpf_ktime_get_ns();
 			enf_stat(UMCG_SCX_ENF_SERVER_RUN);
@@ -871,7 +845,7 @@ static __always_inline bool enf_dispatch_preempted(s32 cpu)
 {
 	if (cpu < 0 || cpu >= UMCG_SCX_MAX_CPUS)
 		return false;
-	return umcg_dsq_move_to_local(UMCG_SCX_DSQ_WORKER(cpu));
+	return scx_bpf_dsq_move_to_local(UMCG_SCX_DSQ_WORKER(cpu), 0);
 }
 
 /*
@@ -935,7 +909,7 @@ static __always_inline bool enf_dispatch_contended(s32 cpu)
 			mine = !!t;
 			if (mine && !enf_unhold(t))
 				continue;
-			if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL, 0)) {
+			if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0)) {
 				if (mine)
 					enf_rehold(t);
 				continue;
@@ -964,8 +938,7 @@ static __always_inline void enf_keep_prev(struct task_struct *prev, u64 slice)
 {
 	struct enf_task *t;
 
-	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED) ||
-	    !scx_bpf_task_set_slice)
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED))
 		return;
 	t = enf_task_of(prev);
 	if (t && t->role == ENF_ROLE_SERVER && !t->doorbell)
@@ -1049,7 +1022,7 @@ static __always_inline bool enf_run_server_now(u32 cpu)
 	if (cpu >= UMCG_SCX_MAX_CPUS)
 		return false;
 	bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_SERVER(cpu), 0) {
-		moved = scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu,
+		moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu,
 					 SCX_ENQ_HEAD | SCX_ENQ_PREEMPT);
 		break;
 	}
@@ -1098,7 +1071,7 @@ static __always_inline void enf_release_expired(u64 dsq, u64 now)
 		mine = !!t;
 		if (mine && !enf_unhold(t))
 			continue;
-		if (!scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0)) {
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0)) {
 			if (mine)
 				enf_rehold(t);
 			continue;
@@ -1138,13 +1111,14 @@ static int enf_timer_fn(void *map, int *key, struct bpf_timer *timer)
 	return 0;
 }
 
-/* ops.init: the DSQs and the timer. */
+/* ops.init: the DSQs, the timer, and the ABI words of the shared area. */
 static __always_inline s32 enf_init(void)
 {
-	int i;
+	struct umcg_scx_shared *sh;
 	struct enf_timer *et;
 	u32 zero = 0;
 	s32 ret;
+	int i;
 
 	bpf_for(i, 0, UMCG_SCX_MAX_CPUS) {
 		ret = scx_bpf_create_dsq(UMCG_SCX_DSQ_SERVER(i), -1);
@@ -1168,7 +1142,16 @@ static __always_inline s32 enf_init(void)
 	ret = bpf_timer_set_callback(&et->timer, enf_timer_fn);
 	if (ret)
 		return ret;
-	return bpf_timer_start(&et->timer, UMCG_SCX_TIMER_NS, 0);
+	ret = bpf_timer_start(&et->timer, UMCG_SCX_TIMER_NS, 0);
+	if (ret)
+		return ret;
+	/* Last: user space uses nothing of ours before it reads these. */
+	sh = enf_shared();
+	if (!sh)
+		return -ENOENT;
+	WRITE_ONCE(sh->abi_version, UMCG_SCX_ABI_VERSION);
+	__sync_lock_test_and_set(&sh->abi_magic, UMCG_SCX_ABI_MAGIC);
+	return 0;
 }
 
 /* ---- commands ---- */
@@ -1354,7 +1337,8 @@ int umcg_register(struct umcg_scx_register_args *args)
 
 	args->slot = slot;
 	args->group = g;
-	args->task_off = (u64)slot * sizeof(struct umcg_task);
+	args->task_off = __builtin_offsetof(struct umcg_scx_shared, task) +
+			 (u64)slot * sizeof(struct umcg_task);
 	args->events_off = __builtin_offsetof(struct umcg_scx_shared, events) +
 			   (u64)g * UMCG_SCX_EVENT_WORDS * sizeof(u64);
 	return 0;
@@ -1471,8 +1455,8 @@ held:
 			break;
 		}
 		/* Else it cannot go to @cpu now (migration disabled): anywhere. */
-		if (scx_bpf_dsq_move(ENF_ITER, p, enf_worker_dsq(cpu), 0) ||
-		    scx_bpf_dsq_move(ENF_ITER, p, SCX_DSQ_GLOBAL, 0)) {
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, enf_worker_dsq(cpu), 0) ||
+		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0)) {
 			enf_stat(UMCG_SCX_ENF_PICK);
 			ret = 0;
 		} else {

@@ -137,9 +137,10 @@ static unsigned long long now_ms(void)
  * @ei filled in once the scheduler ran; -errno when it never attached.
  */
 static int run_once(const struct umcg_scx_opts *opts, unsigned int stats_s,
-		    struct umcg_scx_exit_info *ei)
+		    struct user_exit_info *ei)
 {
 	const struct timespec tick = { .tv_nsec = 100 * 1000 * 1000 };
+	const char *dump;
 	unsigned long long next_stats;
 	struct umcg_scx *s;
 	int ret;
@@ -177,6 +178,9 @@ static int run_once(const struct umcg_scx_opts *opts, unsigned int stats_s,
 	if (ret)
 		say("detach: %s", strerror(-ret));
 	umcg_scx_exit_info(s, ei);
+	dump = umcg_scx_exit_dump(s);
+	if (dump[0])
+		say("the kernel's dump of the exit:\n%s", dump);
 	umcg_scx_close(s);
 	return 0;
 }
@@ -203,7 +207,7 @@ int main(int argc, char **argv)
 		{ 0 }
 	};
 	struct umcg_scx_opts opts = { 0 };
-	struct umcg_scx_exit_info ei;
+	struct user_exit_info ei;
 	struct sigaction sa = { .sa_handler = on_signal };
 	unsigned int stats_s = 0;
 	unsigned long val;
@@ -275,7 +279,7 @@ int main(int argc, char **argv)
 		    umcg_scx_exit_kind_name(ei.kind), ei.kind,
 		    (long long)ei.exit_code, ei.reason,
 		    ei.msg[0] ? ": " : "", ei.msg);
-		if (stop_req || !(ei.exit_code & UMCG_SCX_ECODE_ACT_RESTART))
+		if (stop_req || !UEI_ECODE_RESTART(ei.exit_code))
 			break;
 		say("restarting, as the kernel asked");
 	}

@@ -125,7 +125,7 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "bpf/umcg_scx_enforce.h"
+#include <uapi/umcg_scx.h>
 
 #ifndef SCHED_EXT
 #define SCHED_EXT		7
@@ -385,6 +385,39 @@ static int scx_prog_get(int prog)
 	return scx_obj_get(scx_prog_names[prog], BPF_F_RDONLY);
 }
 
+/*
+ * 0 when the shared area behind @fd carries the ABI this library was built
+ * with (uapi/umcg_scx.h), else -ENODEV and why, into @buf.
+ */
+static int scx_check_abi(int fd, char *buf, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	const volatile struct umcg_scx_shared *sh;
+	uint32_t magic, version;
+
+	sh = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	if (sh == MAP_FAILED) {
+		snprintf(buf, len, SCX_PIN_DIR "/shared: mmap: %s", strerror(errno));
+		return -ENODEV;
+	}
+	magic = __atomic_load_n(&sh->abi_magic, __ATOMIC_ACQUIRE);
+	version = sh->abi_version;
+	munmap((void *)sh, page);
+	if (magic == UMCG_SCX_ABI_MAGIC && version == UMCG_SCX_ABI_VERSION)
+		return 0;
+	if (magic != UMCG_SCX_ABI_MAGIC)
+		snprintf(buf, len, "the umcg scheduler loaded publishes no ABI "
+			 "version (built before uapi/umcg_scx.h had one); this "
+			 "libumcg needs ABI version %u: load the scheduler built "
+			 "with it (umcgctl load)", UMCG_SCX_ABI_VERSION);
+	else
+		snprintf(buf, len, "the umcg scheduler loaded has ABI version %u, "
+			 "this libumcg needs %u (uapi/umcg_scx.h): load the "
+			 "scheduler built with it (umcgctl load)", version,
+			 UMCG_SCX_ABI_VERSION);
+	return -ENODEV;
+}
+
 static int scx_probe(const char **why)
 {
 	static char msg[512];
@@ -403,7 +436,12 @@ static int scx_probe(const char **why)
 			*why = msg;
 			return -ENODEV;
 		}
+		ret = i < SCX_NR_PROGS ? 0 : scx_check_abi(fd, msg, sizeof(msg));
 		close(fd);
+		if (ret) {
+			*why = msg;
+			return ret;
+		}
 	}
 	return 0;
 }
@@ -452,6 +490,7 @@ static int scx_open(void)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	int fds[SCX_NR_PROGS], sfd, ret, i;
+	char why[512];
 	void *map;
 	size_t len;
 
@@ -468,6 +507,12 @@ static int scx_open(void)
 	sfd = scx_obj_get("shared", 0);
 	if (sfd < 0) {
 		ret = sfd;
+		goto out_progs;
+	}
+	ret = scx_check_abi(sfd, why, sizeof(why));
+	if (ret) {
+		fprintf(stderr, "libumcg: backend \"scx\": %s\n", why);
+		close(sfd);
 		goto out_progs;
 	}
 	len = (sizeof(struct umcg_scx_shared) + page - 1) / page * page;
@@ -569,7 +614,7 @@ struct scx_snap {
 /*
  * Slot @slot as one publish left it: seq, then the fields, then the begin
  * counter, which every publish moves ahead of seq before it writes and
- * seq catches up with after (bpf/umcg_scx_enforce.h, UMCG_SCX_TASK_BEGIN).
+ * seq catches up with after (uapi/umcg_scx.h, UMCG_SCX_TASK_BEGIN).
  * Begin equal to the seq read first: no publish touched the fields
  * meanwhile.  A publish in progress has written its word but not moved
  * seq yet: its word taken with the seq before it is seen as that older
@@ -613,6 +658,8 @@ static int scx_init(struct umcg_group *g)
 		return -EINVAL;
 	}
 	ret = scx_open();
+	if (ret == -ENODEV)	/* another ABI: scx_open() said which */
+		return ret;
 	if (ret) {
 		fprintf(stderr, "libumcg: backend \"scx\": cannot open the scheduler's "
 			"pins in " SCX_PIN_DIR ": %s\n", strerror(-ret));

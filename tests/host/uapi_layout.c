@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * uapi_layout - the ABI of uapi/umcg.h as user space compiles it: field
- * offsets, published sizes, ioctl encodings and state-word masks.  A change
- * that breaks the ABI breaks this test.
+ * uapi_layout - the ABI of uapi/umcg.h and uapi/umcg_scx.h as user space
+ * compiles it: field offsets, published sizes, ioctl encodings and
+ * state-word masks.  A change that breaks the ABI breaks this test.
  */
 #include <errno.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include "kselftest_harness.h"
 #include "kmod_probe.h"
+#include <uapi/umcg_scx.h>
 
 TEST(task_layout)
 {
@@ -42,6 +44,31 @@ TEST(args_layout)
 	EXPECT_EQ(4, offsetof(struct umcg_wait_args, flags));
 	EXPECT_EQ(4, offsetof(struct umcg_wake_args, flags));
 	EXPECT_EQ(4, offsetof(struct umcg_switch_args, flags));
+}
+
+/* The scheduler's shared area and command arguments (uapi/umcg_scx.h). */
+TEST(scx_layout)
+{
+	/* "umcg" in memory, on a little-endian machine. */
+	EXPECT_EQ(0, memcmp((const char []){ 'u', 'm', 'c', 'g' },
+			    &(__u32){ UMCG_SCX_ABI_MAGIC }, 4));
+	EXPECT_EQ(0, offsetof(struct umcg_scx_shared, abi_magic));
+	EXPECT_EQ(4, offsetof(struct umcg_scx_shared, abi_version));
+	EXPECT_EQ(64, offsetof(struct umcg_scx_shared, task));
+	EXPECT_EQ(64 + UMCG_SCX_MAX_TASKS * 64, offsetof(struct umcg_scx_shared, events));
+	EXPECT_EQ(16, offsetof(struct umcg_scx_register_args, slice_ns));
+	EXPECT_EQ(24, offsetof(struct umcg_scx_register_args, in_lib));
+	EXPECT_EQ(32, offsetof(struct umcg_scx_register_args, slot));
+	EXPECT_EQ(40, offsetof(struct umcg_scx_register_args, task_off));
+	EXPECT_EQ(48, offsetof(struct umcg_scx_register_args, events_off));
+	EXPECT_EQ(12, offsetof(struct umcg_scx_pick_args, pad));
+	EXPECT_EQ(8, offsetof(struct umcg_scx_unregister_args, reserved));
+	EXPECT_EQ(8, offsetof(struct umcg_scx_poke_args, reserved));
+	EXPECT_EQ(40, offsetof(struct umcg_scx_task_stats, queued));
+	/* Flags of register are above uapi/umcg.h's UMCG_REGISTER_* bits. */
+	EXPECT_EQ(0, (UMCG_SCX_REGISTER_DOORBELL | UMCG_SCX_REGISTER_SLICE |
+		      UMCG_SCX_REGISTER_IN_LIB) &
+		     (UMCG_REGISTER_WORKER | UMCG_REGISTER_SERVER));
 }
 
 TEST(ioctl_numbers)

@@ -185,8 +185,8 @@ static bool state_becomes(const char *want)
 /* The scheduler's exit, as text, for a failed "still attached" check. */
 static const char *exit_text(const struct umcg_scx *s)
 {
-	static char buf[UMCG_SCX_EXIT_REASON_LEN + UMCG_SCX_EXIT_MSG_LEN + 64];
-	struct umcg_scx_exit_info ei;
+	static char buf[UEI_REASON_LEN + UEI_MSG_LEN + 64];
+	struct user_exit_info ei;
 
 	umcg_scx_exit_info(s, &ei);
 	snprintf(buf, sizeof(buf), "%s (%d): %s: %s",
@@ -326,7 +326,7 @@ TEST_F_TIMEOUT(scx, fair_thread_is_not_counted, 60)
 
 TEST_F_TIMEOUT(scx, detach_reports_unreg, 60)
 {
-	struct umcg_scx_exit_info ei;
+	struct user_exit_info ei;
 	struct worker w;
 	pid_t tid;
 

@@ -24,6 +24,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +42,7 @@
 #include "scx_loader.h"
 #include "scx_test.h"
 #include <uapi/umcg.h>
-#include "umcg_scx_enforce.h"
+#include <uapi/umcg_scx.h>
 
 
 /* Generous: TCG is slow. */
@@ -254,13 +255,16 @@ FIXTURE_SETUP(enf)
 	m = mmap(NULL, self->map_len, PROT_READ, MAP_SHARED, shared_fd, 0);
 	ASSERT_NE(MAP_FAILED, m) TH_LOG("mmap shared: %m");
 	self->c.sh = m;
+	/* ops.init published the ABI words before the attach returned. */
+	ASSERT_EQ(UMCG_SCX_ABI_MAGIC, self->c.sh->abi_magic);
+	ASSERT_EQ(UMCG_SCX_ABI_VERSION, self->c.sh->abi_version);
 	atomic_store(&self->c.worker_slot, -1);
 	atomic_store(&self->c.auto_pick, true);
 }
 
 FIXTURE_TEARDOWN(enf)
 {
-	struct umcg_scx_exit_info ei;
+	struct user_exit_info ei;
 
 	if (self->s) {
 		umcg_scx_exit_info(self->s, &ei);
@@ -299,7 +303,8 @@ TEST_F_TIMEOUT(enf, block_publish_hold_pick, 90)
 	log_enf_stats(_metadata, self->s, "registered");
 	slot = c->worker_reg.slot;
 	ASSERT_LT(slot, UMCG_SCX_MAX_TASKS);
-	ASSERT_EQ(slot * sizeof(struct umcg_task), c->worker_reg.task_off);
+	ASSERT_EQ(offsetof(struct umcg_scx_shared, task) +
+		  slot * sizeof(struct umcg_task), c->worker_reg.task_off);
 	ut = &c->sh->task[slot];
 	ASSERT_EQ(atomic_load(&c->server_tid), ut->server_tid);
 

@@ -59,7 +59,7 @@
 #include "scx_loader.h"
 #include "scx_test.h"
 #include <uapi/umcg.h>
-#include "umcg_scx_enforce.h"
+#include <uapi/umcg_scx.h>
 
 
 /* Generous: TCG is slow. */
@@ -796,7 +796,7 @@ FIXTURE_SETUP(iso)
 
 FIXTURE_TEARDOWN(iso)
 {
-	struct umcg_scx_exit_info ei;
+	struct user_exit_info ei;
 
 	if (self->p) {
 		atomic_store(&self->p->stop, true);

@@ -344,7 +344,7 @@ TEST_F_TIMEOUT(loader, unprivileged_readers, 120)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (pid == 0) {
-		struct umcg_scx_exit_info ei;
+		struct user_exit_info ei;
 		struct umcg_scx_stats sum;
 		int nr = umcg_scx_nr_cpus();
 

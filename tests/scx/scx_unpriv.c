@@ -55,7 +55,7 @@
 #include "kselftest_harness.h"
 #include "scx_loader.h"
 #include <uapi/umcg.h>
-#include "umcg_scx_enforce.h"
+#include <uapi/umcg_scx.h>
 
 #include <umcg.h>
 

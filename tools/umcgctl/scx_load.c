@@ -148,7 +148,7 @@ int umcgctl_load(int argc, char **argv)
 	char who[128];
 	bool who_given = false;
 	unsigned long long val, slice_us = 0;
-	char text[UMCG_SCX_EXIT_MSG_LEN + 512];
+	char text[UEI_MSG_LEN + 512];
 	unsigned int did;
 	struct scx_view v;
 	int c, lock, ret;
@@ -310,8 +310,8 @@ static int no_options(const char *cmd, const char *usage, int argc, char **argv)
 
 int umcgctl_unload(int argc, char **argv)
 {
-	struct umcg_scx_exit_info before, ei;
-	char text[UMCG_SCX_EXIT_MSG_LEN + 256];
+	struct user_exit_info before, ei;
+	char text[UEI_MSG_LEN + 256];
 	struct scx_view v;
 	int lock, ret;
 
@@ -393,7 +393,7 @@ int umcgctl_eject(int argc, char **argv)
 		{ 0 }
 	};
 	struct sched_param sp = { .sched_priority = 0 };
-	char text[UMCG_SCX_EXIT_MSG_LEN + 256];
+	char text[UEI_MSG_LEN + 256];
 	__u32 how = UMCG_SCX_EJECT_EXIT;
 	struct scx_view v;
 	int c, lock, ret;

@@ -31,7 +31,7 @@ static const char stats_usage[] =
 "Usage: umcgctl stats [--interval SECS [--count N]] [-v]\n"
 "\n"
 "Print the counters of the umcg scheduler that \"umcgctl load\" loaded,\n"
-"summed over all CPUs, one \"NAME VALUE\" line each (bpf/umcg_scx.h says\n"
+"summed over all CPUs, one \"NAME VALUE\" line each (uapi/umcg_scx.h says\n"
 "what each counts).\n"
 "\n"
 "  -i, --interval=SECS   print again every SECS seconds (1..86400), with the\n"
@@ -130,14 +130,14 @@ int umcgctl_status(int argc, char **argv)
 		return UMCGCTL_STATUS_RUNNING;
 	}
 	if (scx_view_ejected(&v)) {
-		const struct umcg_scx_exit_info *ei = &v.ei;
+		const struct user_exit_info *ei = &v.ei;
 
 		printf("umcg:       ejected by the kernel; its pins remain at %s\n",
 		       UMCG_SCX_PIN_DIR);
 		printf("exit kind:  %s (%d)%s\n", umcg_scx_exit_kind_name(ei->kind),
 		       ei->kind, ei->kind >= UMCG_SCX_EXIT_ERROR ? ", an error" : "");
 		printf("exit code:  %lld%s\n", (long long)ei->exit_code,
-		       ei->exit_code & UMCG_SCX_ECODE_ACT_RESTART ?
+		       UEI_ECODE_RESTART(ei->exit_code) ?
 		       " (the kernel asks for a restart)" : "");
 		printf("reason:     %s\n", ei->reason[0] ? ei->reason : "-");
 		printf("message:    %s\n", ei->msg[0] ? ei->msg : "-");
@@ -202,7 +202,7 @@ int umcgctl_stats(int argc, char **argv)
 	};
 	unsigned long long interval = 0, count = 0, val;
 	struct umcg_scx_stats sum, prev, *percpu = NULL;
-	struct umcg_scx_exit_info ei;
+	struct user_exit_info ei;
 	bool verbose = false;
 	int c, nr_cpus, ret;
 

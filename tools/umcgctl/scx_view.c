@@ -36,7 +36,7 @@ bool scx_view_ejected(const struct scx_view *v)
 	return v->pinned == 1 && !v->ei_ret && v->ei.kind != UMCG_SCX_EXIT_NONE;
 }
 
-void scx_exit_text(const struct umcg_scx_exit_info *ei, char *buf, size_t len)
+void scx_exit_text(const struct user_exit_info *ei, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s (%d), code %lld: %s%s%s",
 		 umcg_scx_exit_kind_name(ei->kind), ei->kind,

@@ -65,7 +65,7 @@ struct scx_view {
 	char				ops[UMCG_SCX_NAME_MAX + 1];
 	int				pinned;
 	int				ei_ret;
-	struct umcg_scx_exit_info	ei;
+	struct user_exit_info	ei;
 };
 
 void scx_view_read(struct scx_view *v);
@@ -77,7 +77,7 @@ bool scx_view_running(const struct scx_view *v);
 bool scx_view_ejected(const struct scx_view *v);
 
 /* "SYSRQ (67), code 0: disabled by sysrq-S[: message]" into @buf. */
-void scx_exit_text(const struct umcg_scx_exit_info *ei, char *buf, size_t len);
+void scx_exit_text(const struct user_exit_info *ei, char *buf, size_t len);
 
 /* Why sched_ext is taken, for refusals: names the loaded scheduler. */
 void scx_busy_text(const struct scx_view *v, char *buf, size_t len);
