@@ -44,11 +44,13 @@
  *      semaphore, join or waitpid when its try variant fails;
  *    - else it may block (writes, sends, connect, a read of data poll
  *      found): announced, a store and no system call; the user backend's
- *      monitor takes the core within one sample period if the call sleeps.
+ *      monitor takes the core within two 20 us samples if the call sleeps.
  *    On the way out a worker whose core was taken or given away waits for
- *    one before any more of the program's code runs.  The price: one
- *    poll(2) with no wait before each read, recv and accept, and the try
- *    call before the others that can tell.  Calls libc makes internally
+ *    one before any more of the program's code runs.  The price, on the
+ *    user backend: one poll(2) with no wait before each read, recv and
+ *    accept, and the try call before the others that can tell.  A kernel
+ *    backend sees every block itself: there nothing is probed or tried,
+ *    and each call is only announced.  Calls libc makes internally
  *    (stdio's write, for one) are not seen; for those the monitor's slower
  *    detection and the C1 exception stay as the user backend documents
  *    them, until the worker's next interposed or libumcg call.  A signal
@@ -104,6 +106,12 @@
 
 /* True from a successful setup until umcg_fini(), never in a forked child. */
 static _Atomic bool umcg_managed;
+/*
+ * The backend is "user": the hooks find out how their calls will go.  A
+ * kernel backend sees every block itself; there each call is only
+ * announced (UMCG_CALL_MAY), with no probe or try first.
+ */
+static bool umcg_user_backend;
 /* The CPU mask the process had before any worker was pinned. */
 static cpu_set_t umcg_initial_cpus;
 static bool umcg_have_initial_cpus;
@@ -361,7 +369,7 @@ static void umcg_call_leave(bool entered)
 										\
 		if (!umcg_hook_active(__builtin_return_address(0)))		\
 			return umcg_fn args;					\
-		umcg_how = (how);						\
+		umcg_how = umcg_user_backend ? (how) : UMCG_CALL_MAY;		\
 		if (umcg_how == UMCG_CALL_DONE)					\
 			return umcg_ret;					\
 		errno = umcg_errno;						\
@@ -690,6 +698,7 @@ __attribute__((constructor)) static void umcg_preload_init(void)
 			 getenv(UMCG_RUN_ENV_BACKEND) ? getenv(UMCG_RUN_ENV_BACKEND) : "auto",
 			 strerror(-ret));
 	pthread_setspecific(umcg_worker_key, &umcg_worker_key);
+	umcg_user_backend = !strcmp(umcg_backend_name(), "user");
 	ret = umcg_dump_on_signal(sig);
 	if (ret)
 		umcg_die(1, "cannot dump on signal %d: %s", sig, strerror(-ret));
