@@ -602,6 +602,7 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 {
 	struct umcg_group *g = self->group;
 	struct umcg_core *c;
+	bool timed_out;
 	uint32_t s;
 	int ret;
 
@@ -613,16 +614,21 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	ret = umcg_wait_for_core(self, abs_ns);
 	if (ret != -ETIMEDOUT)
 		return ret;
-	/* Timed out: queue for a core unless an unpark beat us to it. */
+	/*
+	 * Timed out: queue for a core unless an unpark (or a switch) beat us
+	 * to it, in which case it was one: 0, lest the caller lose it.
+	 */
 	s = umcg_thread_load_state(self);
+	timed_out = false;
 	while (umcg_state_of(s) == UMCG_TASK_PARKED) {
 		if (umcg_state_cas(self, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE)) {
 			umcg_make_runnable(self, -1, UMCG_ENQ_WAKEUP);
+			timed_out = true;
 			break;
 		}
 	}
 	ret = umcg_wait_for_core(self, 0);
-	return ret ? ret : -ETIMEDOUT;
+	return ret ? ret : timed_out ? -ETIMEDOUT : 0;
 }
 
 /*
