@@ -37,6 +37,12 @@
  * With a kernel backend (scx, kmod) the kernel sees every block: both calls
  * only keep count of the nesting, and the way out re-queues a worker whose
  * word reads BLOCKED, as any libumcg call does.
+ *
+ * A pair inside another pair (a signal handler's wrapped call while its
+ * worker is in one), or made while the worker is inside libumcg (a handler
+ * that interrupted a park), is only counted: taking the core there could
+ * re-enter the runtime's locks, and the outer call or libumcg call has the
+ * core's fate in hand.
  */
 #include <errno.h>
 #include <limits.h>
@@ -85,8 +91,13 @@ int umcg_blocking_enter(unsigned int flags)
 	/* Only the thread and its signal handlers touch it: no RMW needed. */
 	depth = atomic_load_explicit(&self->blocking_depth, memory_order_relaxed);
 	atomic_store_explicit(&self->blocking_depth, depth + 1, memory_order_relaxed);
-	if (depth)
-		return 0;	/* a call inside a call (a signal handler's) */
+	/*
+	 * A call inside a call, or a signal handler's call while the thread
+	 * is inside libumcg (parked, say, or holding a core's lock): only
+	 * counted.
+	 */
+	if (depth || atomic_load(&self->in_lib))
+		return 0;
 	g = self->group;
 	if (umcg_kernel_sees_blocks(g))
 		return 0;
@@ -122,8 +133,8 @@ int umcg_blocking_leave(void)
 	if (!depth)
 		return -EINVAL;
 	atomic_store_explicit(&self->blocking_depth, depth - 1, memory_order_relaxed);
-	if (depth > 1)
-		return 0;
+	if (depth > 1 || atomic_load(&self->in_lib))
+		return 0;	/* only counted: see umcg_blocking_enter() */
 	if (atomic_load_explicit(&self->blocking, memory_order_relaxed))
 		atomic_exchange(&self->blocking, 0);
 	if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)

@@ -17,8 +17,14 @@
  * between the monitor taking a core and its owner coming back from the call
  * (exactly one keeps it) never let more than 2 workers run their own code
  * at once, and no token is lost.
+ *
+ * handler: a signal handler that makes announced calls (with and without
+ * UMCG_BLOCKING_NOW) while its worker is parked inside libumcg: only
+ * counted there, the worker parks on and returns 0 when unparked.
  */
 #include <pthread.h>
+#include <signal.h>
+#include <sys/syscall.h>
 
 #include "kselftest_harness.h"
 #include "contract.h"
@@ -227,6 +233,60 @@ TEST(ring)
 	EXPECT_EQ(0, atomic_load(&r->err));
 	EXPECT_EQ((long)CA_RING * CA_LAPS, atomic_load(&r->passes));
 	EXPECT_LE(atomic_load(&r->max_in_user), 2);
+	EXPECT_EQ(0, umcg_fini());
+}
+
+static _Atomic int ca_handler_runs, ca_handler_err;
+static _Atomic int ca_parked;
+
+static void ca_handler(int sig)
+{
+	struct timespec ts = { .tv_nsec = 1000000 };
+	int saved = errno;
+
+	for (unsigned int flags = 0; flags <= UMCG_BLOCKING_NOW; flags++) {
+		int ret = umcg_blocking_enter(flags);
+
+		nanosleep(&ts, NULL);
+		if (ret || umcg_blocking_leave())
+			atomic_store(&ca_handler_err, 1);
+	}
+	atomic_fetch_add(&ca_handler_runs, 1);
+	errno = saved;
+}
+
+static void *ca_parker(void *arg)
+{
+	_Atomic int *ret = arg;
+
+	atomic_store(&ca_parked, 1);
+	atomic_store(ret, umcg_park());
+	return NULL;
+}
+
+TEST(handler)
+{
+	struct sigaction sa = { .sa_handler = ca_handler }, old;
+	_Atomic int ret = -1;
+	umcg_thread_t *t;
+
+	ASSERT_EQ(0, ca_init(1));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, &old));
+	ASSERT_EQ(0, umcg_spawn(&t, NULL, ca_parker, &ret));
+	ASSERT_TRUE(CT_WAIT(atomic_load(&ca_parked) &&
+			    umcg_thread_state(t) == UMCG_STATE_PARKED, 2000));
+	usleep(2000);
+	ASSERT_EQ(0, syscall(SYS_tgkill, getpid(), umcg_thread_tid(t), SIGUSR1));
+	ASSERT_TRUE(CT_WAIT(atomic_load(&ca_handler_runs) == 1, 2000));
+	EXPECT_EQ(0, atomic_load(&ca_handler_err));
+	/* The handler's calls left it parked; only the unpark ends the park. */
+	EXPECT_EQ(UMCG_STATE_PARKED, umcg_thread_state(t));
+	EXPECT_EQ(0, umcg_unpark(t));
+	ASSERT_EQ(0, ct_join(t, NULL, 2000));
+	EXPECT_EQ(0, atomic_load(&ret));
+	sigaction(SIGUSR1, &old, NULL);
 	EXPECT_EQ(0, umcg_fini());
 }
 
