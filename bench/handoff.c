@@ -9,18 +9,26 @@
  * the kernel backends it is the block hand-off (C2).
  * Stock scheduler (role=base): A and B pinned to one CPU, B runnable
  * (sched_yield() loop) while A blocks in read().
+ * read-interposed (user backend): the same, with A's read() the one
+ * umcg-run interposes: handoff runs itself under umcg-run (-b user -c 1),
+ * whose group it uses instead of setting one up, so that read() is the
+ * preloaded library's (libumcg/preload/preload.c), as in any program
+ * run under umcg-run.
  * Prints the median gap in microseconds over all samples; then, from one
  * more run with the kernel's counters on, context switches and system calls
  * per sample, less the harness's (main's, and B's report to it).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +39,9 @@
 static struct bench_opts opts;
 static int samples = 200;
 static struct bench_count *counting;	/* the counted run: its counters */
+static const char *umcg_run_path;	/* --umcg-run */
+static bool child_failed;		/* the read-interposed run failed */
+static bool interposed;			/* --interposed: in umcg-run's group */
 
 struct handoff {
 	int pipe[2];
@@ -239,7 +250,75 @@ static void run(bool umcg, const char *impl, const char *backend, const char *va
 			     false, (double)(st1.handoffs - st0.handoffs) /
 			     (double)(st1.blocks - st0.blocks),
 			     (long)(st1.blocks - st0.blocks), role);
-	counted(umcg, impl, backend, variant, role);
+	/* The counted run sets up a group of its own: not in umcg-run's. */
+	if (!interposed)
+		counted(umcg, impl, backend, variant, role);
+}
+
+/*
+ * read-interposed: this program again, under umcg-run with the user
+ * backend and one core, with --interposed: its lines are the child's.
+ */
+static void run_interposed(void)
+{
+	char self[PATH_MAX], dflt[PATH_MAX + 32], nstr[16], rstr[16];
+	const char *run = umcg_run_path;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int status;
+	pid_t pid;
+
+	if (len <= 0)
+		bench_die("readlink /proc/self/exe: %s", strerror(errno));
+	self[len] = '\0';
+	if (!run) {
+		char dir[PATH_MAX];
+
+		memcpy(dir, self, len + 1);
+		snprintf(dflt, sizeof(dflt), "%s/../tools/umcg-run", dirname(dir));
+		run = dflt;
+	}
+	if (access(run, X_OK)) {
+		bench_result_fail("handoff", "umcg", "user", "read-interposed",
+				  "no umcg-run here (--umcg-run)");
+		return;
+	}
+	snprintf(nstr, sizeof(nstr), "%d", samples);
+	snprintf(rstr, sizeof(rstr), "%d", opts.reps);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		bench_die("fork: %s", strerror(errno));
+	if (pid == 0) {
+		execl(run, run, "-b", "user", "-c", "1", "--", self, "--interposed",
+		      "--no-pthread", "-n", nstr, "-r", rstr, opts.smoke ? "--smoke" : NULL,
+		      (char *)NULL);
+		fprintf(stderr, "%s: cannot run %s: %s\n", bench_prog, run, strerror(errno));
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		bench_die("waitpid: %s", strerror(errno));
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		bench_result_fail("handoff", "umcg", "user", "read-interposed",
+				  "the run under umcg-run failed");
+		child_failed = true;
+	}
+}
+
+/* --interposed: in the group umcg-run's library set up; main leaves it. */
+static int interposed_main(void)
+{
+	const char *backend = umcg_backend_name();
+	int ret;
+
+	if (!umcg_self() || !backend)
+		bench_usage_error("--interposed: not a worker of a group (run under umcg-run)");
+	ret = umcg_detach();
+	if (ret)
+		bench_die("umcg_detach: %s", strerror(-ret));
+	interposed = true;
+	run(true, "umcg", backend, "read-interposed", NULL);
+	fflush(stdout);
+	return 0;
 }
 
 static void usage(void)
@@ -248,17 +327,30 @@ static void usage(void)
 	       "A worker blocks in a plain read(); prints the time until another\n"
 	       "worker runs on its core (median and 90th percentile, us), for two\n"
 	       "threads pinned to one CPU under the stock scheduler (the baseline)\n"
-	       "and for libumcg with one managed core on each backend.\n\n"
+	       "and for libumcg with one managed core on each backend (variant\n"
+	       "read: a read() libumcg does not see).  With the user backend also\n"
+	       "variant read-interposed: the read() umcg-run interposes, which\n"
+	       "announces the call to libumcg; for it this program runs itself\n"
+	       "under umcg-run -b user -c 1 and measures in umcg-run's group.\n\n"
 	       "Options:\n"
 	       "  -n, --samples N      blocks per repetition (default 200)\n"
+	       "      --umcg-run PATH  umcg-run for read-interposed (default: the\n"
+	       "                       build tree's, ../tools/umcg-run from here)\n"
+	       "      --interposed     measure read-interposed only, in this process,\n"
+	       "                       which must run under umcg-run (the way the\n"
+	       "                       program runs itself for that variant)\n"
 	       BENCH_COMMON_HELP, bench_prog);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "samples", required_argument, NULL, 'n' }, BENCH_COMMON_LONGOPTS, { 0 }
+		{ "samples", required_argument, NULL, 'n' },
+		{ "umcg-run", required_argument, NULL, 'U' },
+		{ "interposed", no_argument, NULL, 'I' },
+		BENCH_COMMON_LONGOPTS, { 0 }
 	};
+	bool interposed = false;
 	const char *names[BENCH_MAX_BACKENDS];
 	char why[BENCH_MAX_BACKENDS][200];
 	int c, nb;
@@ -271,6 +363,10 @@ int main(int argc, char **argv)
 		}
 		if (c == 'n')
 			samples = bench_parse_long("--samples", optarg, 1, 1000000);
+		else if (c == 'U')
+			umcg_run_path = optarg;
+		else if (c == 'I')
+			interposed = true;
 		else if (!bench_opt(&opts, c, optarg))
 			bench_usage_error("unknown option '%s'", argv[optind - 1]);
 	}
@@ -278,6 +374,8 @@ int main(int argc, char **argv)
 		bench_usage_error("unexpected argument '%s'", argv[optind]);
 	if (opts.smoke)
 		samples = 10;
+	if (interposed)
+		return interposed_main();
 
 	nb = bench_backends(&opts, names, why);
 	if (!opts.no_pthread)
@@ -290,6 +388,8 @@ int main(int argc, char **argv)
 		bench_umcg_init(names[i], 1);
 		run(true, "umcg", names[i], "read", NULL);
 		bench_umcg_fini();
+		if (!strcmp(names[i], "user"))
+			run_interposed();
 	}
-	return 0;
+	return child_failed;
 }

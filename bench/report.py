@@ -439,6 +439,17 @@ def targets(res, envs):
             "largest N %d at %s KiB per worker (needs 100000 at <= 32 KiB)%s" % (
                 mx, fmt(kib), "; stopped: " + why if why else "")
     out.append(("100,000 live workers at <= 32 KiB each", each(scale)))
+
+    # After the others: WHY[] is indexed by the targets above.
+    def handoff_interposed(env):
+        h = res.get(env, "handoff", "-", "us_to_next", "umcg", "user", "read-interposed")
+        s = res.get(env, "switch", "-", "ns_per_switch", "umcg", "user", "switch_to")
+        if h is None or not s:
+            return "not measured", "a read-interposed or user switch figure is missing"
+        return ("met" if h * 1000 <= 5 * s else "not met"), \
+            "hand-off %s us = %.1f switches (one switch %s ns); needs <= 5" % (fmt(h), h * 1000 / s, fmt(s))
+    out.append(("handoff on user, a read() umcg-run interposes, within 5x of one switch",
+                [(env, "user") + handoff_interposed(env) for env in envs]))
     return out
 
 
@@ -658,7 +669,10 @@ libumcg's reason.
   another is runnable for its core: time until that one runs. Stock: both
   pinned to one CPU, the other in a `sched_yield()` loop (*base*). libumcg:
   one managed core; on the user backend this is the monitor's detection
-  delay. Median over every block.
+  delay. Variant read-interposed (user backend): the benchmark runs itself
+  under `umcg-run -b user -c 1`, so the `read()` is the one umcg-run
+  interposes, which hands the core on before it blocks. Median over every
+  block.
 - **wakeup**: schbench-style: a message thread wakes 4 workers per CPU at
   once, each spins 50 us and sleeps; p50/p99/p99.9 of wake-to-run time over
   all wakes. Stock: futex (*base*); libumcg: park/unpark, all cores.

@@ -190,6 +190,31 @@ int umcg_switch_to(umcg_thread_t *t);
  */
 int umcg_sleep_ns(uint64_t ns);
 
+/* Flags of umcg_blocking_enter(). */
+/* The call will block (nothing to read, a sleep): give the core away now. */
+#define UMCG_BLOCKING_NOW	(1U << 0)
+
+/*
+ * Worker only: the caller is about to make a system call that may block
+ * (umcg_blocking_enter()), or has made it (umcg_blocking_leave()): for
+ * wrappers of blocking calls, such as umcg-run's.  With the user backend a
+ * worker blocked in an announced call loses its core as soon as the monitor
+ * sees it asleep (two samples 20 us apart, not blocked_ns), or at once with
+ * UMCG_BLOCKING_NOW; umcg_blocking_leave() then waits for a core again
+ * before it returns, so the caller's code never runs without one (C1).
+ * With a kernel backend, which sees every block itself, they only keep
+ * count.  Neither makes a system call unless the core changes hands, but
+ * for one futex wake of the user backend's monitor when it sleeps long.
+ * Calls nest (a signal handler's wrapped call inside a wrapped call); only
+ * the outermost pair counts, and a pair made inside a libumcg call (by a
+ * signal handler) only counts nesting.  Every enter that returned 0 needs
+ * its leave.
+ * -EPERM from a plain thread, -ESRCH from one umcg_fini() released,
+ * -EINVAL for unknown flags, or a leave without its enter.
+ */
+int umcg_blocking_enter(unsigned int flags);
+int umcg_blocking_leave(void);
+
 /* UMCG_STATE_* of @t, or -EINVAL. */
 int umcg_thread_state(const umcg_thread_t *t);
 /* Kernel thread id of @t (0 until the new thread has started), or -EINVAL. */

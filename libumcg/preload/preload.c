@@ -28,18 +28,36 @@
  *    Threads created before the constructor ran (by another library's
  *    constructor) start before the group exists and stay plain.
  *
- * d. Blocking calls (C1).  A worker blocked in the kernel loses its core to
- *    the user backend's monitor, and when the call returns it runs beside
- *    the core's new owner until its next libumcg call.  The common blocking
- *    calls (read, write, sockets, poll/select/epoll, sleeps, mutexes,
- *    condition variables, semaphores, join, wait) are interposed so that
- *    the "next libumcg call" comes right after the real call returns: if
- *    the caller's state reads BLOCKED, umcg_sleep_ns(0) queues it for a
- *    core before any more of the program's code runs.  Calls libc makes
- *    internally (stdio's write, for one) are not seen; for those the C1
- *    exception stays as the user backend documents it.  sched_yield() from
- *    a worker becomes umcg_yield(), so that spin-waits make progress on a
- *    single core.
+ * d. Blocking calls (C1, C2).  The common blocking calls (read, write,
+ *    sockets, poll/select/epoll, sleeps, mutexes, condition variables,
+ *    read-write locks, semaphores, join, wait) are interposed and announced
+ *    to libumcg (umcg_blocking_enter(), umcg_blocking_leave()), in the
+ *    shape of Go's entersyscall/exitsyscall.  Each hook decides how its
+ *    call goes:
+ *    - it cannot block (a zero timeout, MSG_DONTWAIT, an O_NONBLOCK fd with
+ *      nothing to read): not announced;
+ *    - it will block: announced with UMCG_BLOCKING_NOW, which gives the
+ *      core to the next worker before the call.  Sleeps and condition
+ *      waits always; a read, recv or accept when poll(2) with no wait
+ *      finds nothing to read; poll, select and epoll_wait when the same
+ *      call with no wait finds nothing; a mutex, read-write lock,
+ *      semaphore, join or waitpid when its try variant fails;
+ *    - else it may block (writes, sends, connect, a read of data poll
+ *      found): announced, a store and no system call; the user backend's
+ *      monitor takes the core within two 20 us samples if the call sleeps.
+ *    On the way out a worker whose core was taken or given away waits for
+ *    one before any more of the program's code runs.  The price, on the
+ *    user backend: one poll(2) with no wait before each read, recv and
+ *    accept, and the try call before the others that can tell.  A kernel
+ *    backend sees every block itself: there nothing is probed or tried,
+ *    and each call is only announced.  Calls libc makes internally
+ *    (stdio's write, for one) are not seen; for those the monitor's slower
+ *    detection and the C1 exception stay as the user backend documents
+ *    them, until the worker's next interposed or libumcg call.  A signal
+ *    handler that runs while its worker is blocked in an announced call
+ *    runs without a core, as it did before.  sched_yield() from a worker
+ *    becomes umcg_yield(), so that spin-waits make progress on a single
+ *    core.
  *
  * e. Exit and fork.  The library's destructor (it runs last, from
  *    _dl_fini) tears the group down with umcg_fini() on a helper thread,
@@ -56,6 +74,7 @@
 #undef _FORTIFY_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <poll.h>
 #include <pthread.h>
@@ -87,6 +106,12 @@
 
 /* True from a successful setup until umcg_fini(), never in a forked child. */
 static _Atomic bool umcg_managed;
+/*
+ * The backend is "user": the hooks find out how their calls will go.  A
+ * kernel backend sees every block itself; there each call is only
+ * announced (UMCG_CALL_MAY), with no probe or try first.
+ */
+static bool umcg_user_backend;
 /* The CPU mask the process had before any worker was pinned. */
 static cpu_set_t umcg_initial_cpus;
 static bool umcg_have_initial_cpus;
@@ -156,29 +181,6 @@ static inline bool umcg_hook_active(const void *caller)
 {
 	return atomic_load_explicit(&umcg_managed, memory_order_relaxed) &&
 	       !umcg_in_lib && !umcg_from_lib(caller);
-}
-
-/*
- * After a call that may have blocked: if the monitor gave the caller's core
- * away meanwhile, wait for one before running more of the program.
- * umcg_sleep_ns(0) enters libumcg, which re-queues a BLOCKED worker, and
- * returns without parking.
- */
-static inline void umcg_checkpoint(const void *caller)
-{
-	umcg_thread_t *self;
-	int saved;
-
-	if (!umcg_hook_active(caller))
-		return;
-	self = umcg_self();
-	if (!self || umcg_thread_state(self) != UMCG_STATE_BLOCKED)
-		return;
-	saved = errno;
-	umcg_in_lib++;
-	umcg_sleep_ns(0);
-	umcg_in_lib--;
-	errno = saved;
 }
 
 /* --- threads ----------------------------------------------------------- */
@@ -305,93 +307,244 @@ UMCG_EXPORT int sched_yield(void)
 	return real();
 }
 
-/* --- blocking calls: the real call, then a checkpoint ------------------- */
+/* --- blocking calls: announced, so that the core changes hands ---------- */
 
-#define UMCG_BLOCKING(type, name, version, params, args)			\
+/*
+ * How a hook makes its call (see d. above): UMCG_CALL_PLAIN, it cannot
+ * block (not announced); UMCG_CALL_MAY, it may block (announced, left to
+ * the monitor); UMCG_CALL_NOW, it will block (the core is given away
+ * first); UMCG_CALL_DONE, a try that does not wait already gave the result.
+ */
+#define UMCG_CALL_PLAIN	(-1)
+#define UMCG_CALL_MAY	0
+#define UMCG_CALL_NOW	((int)UMCG_BLOCKING_NOW)
+#define UMCG_CALL_DONE	(-2)
+
+/*
+ * Inside a hook: make @try, a call that does not wait, into umcg_ret; the
+ * call will block if @waits (an expression of umcg_ret), else @try's
+ * result is the hook's.
+ */
+#define UMCG_TRY(try, waits) \
+	((umcg_ret = (try)), (waits) ? UMCG_CALL_NOW : UMCG_CALL_DONE)
+
+static bool umcg_call_enter(int how)
+{
+	int saved = errno;
+	bool entered;
+
+	if (how == UMCG_CALL_PLAIN)
+		return false;
+	umcg_in_lib++;
+	entered = umcg_blocking_enter((unsigned int)how) == 0;
+	umcg_in_lib--;
+	errno = saved;
+	return entered;
+}
+
+static void umcg_call_leave(bool entered)
+{
+	int saved = errno;
+
+	if (!entered)
+		return;
+	umcg_in_lib++;
+	umcg_blocking_leave();
+	umcg_in_lib--;
+	errno = saved;
+}
+
+/*
+ * The hook of @name: unless it passes straight through, @how (an
+ * expression of the parameters, UMCG_CALL_*) says how the call goes.
+ */
+#define UMCG_HOOK(type, name, version, params, args, how)			\
 	static void *_Atomic umcg_real_##name;					\
 	UMCG_EXPORT type name params						\
 	{									\
 		__typeof__(&name) umcg_fn = UMCG_REAL(name, version);		\
-		type umcg_ret = umcg_fn args;					\
+		int umcg_errno = errno, umcg_how;				\
+		type umcg_ret = 0;						\
+		bool umcg_in;							\
 										\
-		umcg_checkpoint(__builtin_return_address(0));			\
+		if (!umcg_hook_active(__builtin_return_address(0)))		\
+			return umcg_fn args;					\
+		umcg_how = umcg_user_backend ? (how) : UMCG_CALL_MAY;		\
+		if (umcg_how == UMCG_CALL_DONE)					\
+			return umcg_ret;					\
+		errno = umcg_errno;						\
+		umcg_in = umcg_call_enter(umcg_how);				\
+		umcg_ret = umcg_fn args;					\
+		umcg_call_leave(umcg_in);					\
 		return umcg_ret;						\
 	}
 
-UMCG_BLOCKING(ssize_t, read, NULL, (int fd, void *buf, size_t n), (fd, buf, n))
-UMCG_BLOCKING(ssize_t, readv, NULL, (int fd, const struct iovec *iov, int n), (fd, iov, n))
-UMCG_BLOCKING(ssize_t, write, NULL, (int fd, const void *buf, size_t n), (fd, buf, n))
-UMCG_BLOCKING(ssize_t, writev, NULL, (int fd, const struct iovec *iov, int n), (fd, iov, n))
-UMCG_BLOCKING(ssize_t, recv, NULL, (int fd, void *buf, size_t n, int flags),
-	      (fd, buf, n, flags))
-UMCG_BLOCKING(ssize_t, recvfrom, NULL,
-	      (int fd, void *__restrict buf, size_t n, int flags, __SOCKADDR_ARG addr,
-	       socklen_t *__restrict len),
-	      (fd, buf, n, flags, addr, len))
-UMCG_BLOCKING(ssize_t, recvmsg, NULL, (int fd, struct msghdr *msg, int flags),
-	      (fd, msg, flags))
-UMCG_BLOCKING(ssize_t, send, NULL, (int fd, const void *buf, size_t n, int flags),
-	      (fd, buf, n, flags))
-UMCG_BLOCKING(ssize_t, sendto, NULL,
-	      (int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr,
-	       socklen_t len),
-	      (fd, buf, n, flags, addr, len))
-UMCG_BLOCKING(ssize_t, sendmsg, NULL, (int fd, const struct msghdr *msg, int flags),
-	      (fd, msg, flags))
-UMCG_BLOCKING(int, accept, NULL, (int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len),
-	      (fd, addr, len))
-UMCG_BLOCKING(int, accept4, NULL,
-	      (int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len, int flags),
-	      (fd, addr, len, flags))
-UMCG_BLOCKING(int, connect, NULL, (int fd, __CONST_SOCKADDR_ARG addr, socklen_t len),
-	      (fd, addr, len))
-UMCG_BLOCKING(int, poll, NULL, (struct pollfd *fds, nfds_t n, int timeout), (fds, n, timeout))
-UMCG_BLOCKING(int, ppoll, NULL,
-	      (struct pollfd *fds, nfds_t n, const struct timespec *timeout,
-	       const __sigset_t *mask),
-	      (fds, n, timeout, mask))
-UMCG_BLOCKING(int, select, NULL,
-	      (int n, fd_set *__restrict r, fd_set *__restrict w, fd_set *__restrict e,
-	       struct timeval *__restrict timeout),
-	      (n, r, w, e, timeout))
-UMCG_BLOCKING(int, pselect, NULL,
-	      (int n, fd_set *__restrict r, fd_set *__restrict w, fd_set *__restrict e,
-	       const struct timespec *__restrict timeout, const __sigset_t *__restrict mask),
-	      (n, r, w, e, timeout, mask))
-UMCG_BLOCKING(int, epoll_wait, NULL,
-	      (int epfd, struct epoll_event *ev, int max, int timeout), (epfd, ev, max, timeout))
-UMCG_BLOCKING(int, epoll_pwait, NULL,
-	      (int epfd, struct epoll_event *ev, int max, int timeout, const __sigset_t *mask),
-	      (epfd, ev, max, timeout, mask))
-UMCG_BLOCKING(int, nanosleep, NULL, (const struct timespec *req, struct timespec *rem),
-	      (req, rem))
-UMCG_BLOCKING(int, clock_nanosleep, NULL,
-	      (clockid_t clk, int flags, const struct timespec *req, struct timespec *rem),
-	      (clk, flags, req, rem))
-UMCG_BLOCKING(int, usleep, NULL, (__useconds_t us), (us))
-UMCG_BLOCKING(unsigned int, sleep, NULL, (unsigned int s), (s))
-UMCG_BLOCKING(int, pthread_mutex_lock, NULL, (pthread_mutex_t *m), (m))
-UMCG_BLOCKING(int, pthread_mutex_timedlock, NULL,
-	      (pthread_mutex_t *__restrict m, const struct timespec *__restrict t), (m, t))
-UMCG_BLOCKING(int, pthread_cond_wait, "GLIBC_2.3.2",
-	      (pthread_cond_t *__restrict c, pthread_mutex_t *__restrict m), (c, m))
-UMCG_BLOCKING(int, pthread_cond_timedwait, "GLIBC_2.3.2",
-	      (pthread_cond_t *__restrict c, pthread_mutex_t *__restrict m,
-	       const struct timespec *__restrict t),
-	      (c, m, t))
-UMCG_BLOCKING(int, pthread_cond_clockwait, NULL,
-	      (pthread_cond_t *__restrict c, pthread_mutex_t *__restrict m, clockid_t clk,
-	       const struct timespec *__restrict t),
-	      (c, m, clk, t))
-UMCG_BLOCKING(int, pthread_rwlock_rdlock, NULL, (pthread_rwlock_t *l), (l))
-UMCG_BLOCKING(int, pthread_rwlock_wrlock, NULL, (pthread_rwlock_t *l), (l))
-UMCG_BLOCKING(int, pthread_join, NULL, (pthread_t t, void **ret), (t, ret))
-UMCG_BLOCKING(int, sem_wait, NULL, (sem_t *s), (s))
-UMCG_BLOCKING(int, sem_timedwait, NULL,
-	      (sem_t *__restrict s, const struct timespec *__restrict t), (s, t))
-UMCG_BLOCKING(pid_t, waitpid, NULL, (pid_t pid, int *status, int options),
-	      (pid, status, options))
-UMCG_BLOCKING(pid_t, wait, NULL, (int *status), (status))
+static void *_Atomic umcg_real_poll;
+static void *_Atomic umcg_real_pselect;
+static void *_Atomic umcg_real_waitpid;
+
+/*
+ * A read, recv or accept of @fd: it will block if poll(2) finds nothing to
+ * read and @fd is not O_NONBLOCK (then it cannot block).  When poll finds
+ * something, or cannot tell, it may still block (another thread may take
+ * the data first): announced, left to the monitor.
+ */
+static int umcg_fd_how(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int fl;
+
+	if (UMCG_REAL(poll, NULL)(&p, 1, 0) != 0)
+		return UMCG_CALL_MAY;
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return UMCG_CALL_MAY;
+	return fl & O_NONBLOCK ? UMCG_CALL_PLAIN : UMCG_CALL_NOW;
+}
+
+static int umcg_recv_how(int fd, int flags)
+{
+	return flags & MSG_DONTWAIT ? UMCG_CALL_PLAIN : umcg_fd_how(fd);
+}
+
+static int umcg_send_how(int flags)
+{
+	return flags & MSG_DONTWAIT ? UMCG_CALL_PLAIN : UMCG_CALL_MAY;
+}
+
+static bool umcg_ts_zero(const struct timespec *ts)
+{
+	return !ts || (!ts->tv_sec && !ts->tv_nsec);
+}
+
+static const struct timespec umcg_no_wait;
+
+/*
+ * select(2) and pselect(2) with a timeout that is not zero: the same sets
+ * polled without waiting first, on copies (the call overwrites them).  The
+ * kernel reads whole longs of each set, as many as @n needs.
+ */
+static int umcg_select_how(int *ret, int n, fd_set *r, fd_set *w, fd_set *e,
+			   const __sigset_t *mask)
+{
+	fd_set *in[3] = { r, w, e }, copy[3], *out[3];
+	size_t bytes = (n + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long);
+
+	if (n < 0 || n > FD_SETSIZE)
+		return UMCG_CALL_MAY;
+	for (int i = 0; i < 3; i++) {
+		out[i] = in[i] ? &copy[i] : NULL;
+		if (in[i])
+			memcpy(&copy[i], in[i], bytes);
+	}
+	*ret = UMCG_REAL(pselect, NULL)(n, out[0], out[1], out[2], &umcg_no_wait, mask);
+	if (*ret == 0)
+		return UMCG_CALL_NOW;
+	for (int i = 0; *ret > 0 && i < 3; i++)
+		if (in[i])
+			memcpy(in[i], &copy[i], bytes);
+	return UMCG_CALL_DONE;
+}
+
+UMCG_HOOK(ssize_t, read, NULL, (int fd, void *buf, size_t n), (fd, buf, n), umcg_fd_how(fd))
+UMCG_HOOK(ssize_t, readv, NULL, (int fd, const struct iovec *iov, int n), (fd, iov, n),
+	  umcg_fd_how(fd))
+UMCG_HOOK(ssize_t, write, NULL, (int fd, const void *buf, size_t n), (fd, buf, n),
+	  UMCG_CALL_MAY)
+UMCG_HOOK(ssize_t, writev, NULL, (int fd, const struct iovec *iov, int n), (fd, iov, n),
+	  UMCG_CALL_MAY)
+UMCG_HOOK(ssize_t, recv, NULL, (int fd, void *buf, size_t n, int flags),
+	  (fd, buf, n, flags), umcg_recv_how(fd, flags))
+UMCG_HOOK(ssize_t, recvfrom, NULL,
+	  (int fd, void *__restrict buf, size_t n, int flags, __SOCKADDR_ARG addr,
+	   socklen_t *__restrict len),
+	  (fd, buf, n, flags, addr, len), umcg_recv_how(fd, flags))
+UMCG_HOOK(ssize_t, recvmsg, NULL, (int fd, struct msghdr *msg, int flags),
+	  (fd, msg, flags), umcg_recv_how(fd, flags))
+UMCG_HOOK(ssize_t, send, NULL, (int fd, const void *buf, size_t n, int flags),
+	  (fd, buf, n, flags), umcg_send_how(flags))
+UMCG_HOOK(ssize_t, sendto, NULL,
+	  (int fd, const void *buf, size_t n, int flags, __CONST_SOCKADDR_ARG addr,
+	   socklen_t len),
+	  (fd, buf, n, flags, addr, len), umcg_send_how(flags))
+UMCG_HOOK(ssize_t, sendmsg, NULL, (int fd, const struct msghdr *msg, int flags),
+	  (fd, msg, flags), umcg_send_how(flags))
+UMCG_HOOK(int, accept, NULL, (int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len),
+	  (fd, addr, len), umcg_fd_how(fd))
+UMCG_HOOK(int, accept4, NULL,
+	  (int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len, int flags),
+	  (fd, addr, len, flags), umcg_fd_how(fd))
+UMCG_HOOK(int, connect, NULL, (int fd, __CONST_SOCKADDR_ARG addr, socklen_t len),
+	  (fd, addr, len), UMCG_CALL_MAY)
+UMCG_HOOK(int, poll, NULL, (struct pollfd *fds, nfds_t n, int timeout), (fds, n, timeout),
+	  !timeout ? UMCG_CALL_PLAIN : UMCG_TRY(umcg_fn(fds, n, 0), umcg_ret == 0))
+UMCG_HOOK(int, ppoll, NULL,
+	  (struct pollfd *fds, nfds_t n, const struct timespec *timeout,
+	   const __sigset_t *mask),
+	  (fds, n, timeout, mask),
+	  timeout && umcg_ts_zero(timeout) ? UMCG_CALL_PLAIN :
+	  UMCG_TRY(umcg_fn(fds, n, &umcg_no_wait, mask), umcg_ret == 0))
+UMCG_HOOK(int, select, NULL,
+	  (int n, fd_set *__restrict r, fd_set *__restrict w, fd_set *__restrict e,
+	   struct timeval *__restrict timeout),
+	  (n, r, w, e, timeout),
+	  timeout && !timeout->tv_sec && !timeout->tv_usec ? UMCG_CALL_PLAIN :
+	  umcg_select_how(&umcg_ret, n, r, w, e, NULL))
+UMCG_HOOK(int, pselect, NULL,
+	  (int n, fd_set *__restrict r, fd_set *__restrict w, fd_set *__restrict e,
+	   const struct timespec *__restrict timeout, const __sigset_t *__restrict mask),
+	  (n, r, w, e, timeout, mask),
+	  timeout && umcg_ts_zero(timeout) ? UMCG_CALL_PLAIN :
+	  umcg_select_how(&umcg_ret, n, r, w, e, mask))
+UMCG_HOOK(int, epoll_wait, NULL,
+	  (int epfd, struct epoll_event *ev, int max, int timeout), (epfd, ev, max, timeout),
+	  !timeout ? UMCG_CALL_PLAIN : UMCG_TRY(umcg_fn(epfd, ev, max, 0), umcg_ret == 0))
+UMCG_HOOK(int, epoll_pwait, NULL,
+	  (int epfd, struct epoll_event *ev, int max, int timeout, const __sigset_t *mask),
+	  (epfd, ev, max, timeout, mask),
+	  !timeout ? UMCG_CALL_PLAIN : UMCG_TRY(umcg_fn(epfd, ev, max, 0, mask), umcg_ret == 0))
+UMCG_HOOK(int, nanosleep, NULL, (const struct timespec *req, struct timespec *rem),
+	  (req, rem), umcg_ts_zero(req) ? UMCG_CALL_PLAIN : UMCG_CALL_NOW)
+UMCG_HOOK(int, clock_nanosleep, NULL,
+	  (clockid_t clk, int flags, const struct timespec *req, struct timespec *rem),
+	  (clk, flags, req, rem),
+	  !(flags & TIMER_ABSTIME) && umcg_ts_zero(req) ? UMCG_CALL_PLAIN : UMCG_CALL_NOW)
+UMCG_HOOK(int, usleep, NULL, (__useconds_t us), (us), us ? UMCG_CALL_NOW : UMCG_CALL_PLAIN)
+UMCG_HOOK(unsigned int, sleep, NULL, (unsigned int s), (s),
+	  s ? UMCG_CALL_NOW : UMCG_CALL_PLAIN)
+UMCG_HOOK(int, pthread_mutex_lock, NULL, (pthread_mutex_t *m), (m),
+	  UMCG_TRY(pthread_mutex_trylock(m), umcg_ret == EBUSY))
+UMCG_HOOK(int, pthread_mutex_timedlock, NULL,
+	  (pthread_mutex_t *__restrict m, const struct timespec *__restrict t), (m, t),
+	  UMCG_TRY(pthread_mutex_trylock(m), umcg_ret == EBUSY))
+UMCG_HOOK(int, pthread_cond_wait, "GLIBC_2.3.2",
+	  (pthread_cond_t *__restrict c, pthread_mutex_t *__restrict m), (c, m),
+	  UMCG_CALL_NOW)
+UMCG_HOOK(int, pthread_cond_timedwait, "GLIBC_2.3.2",
+	  (pthread_cond_t *__restrict c, pthread_mutex_t *__restrict m,
+	   const struct timespec *__restrict t),
+	  (c, m, t), UMCG_CALL_NOW)
+UMCG_HOOK(int, pthread_cond_clockwait, NULL,
+	  (pthread_cond_t *__restrict c, pthread_mutex_t *__restrict m, clockid_t clk,
+	   const struct timespec *__restrict t),
+	  (c, m, clk, t), UMCG_CALL_NOW)
+UMCG_HOOK(int, pthread_rwlock_rdlock, NULL, (pthread_rwlock_t *l), (l),
+	  UMCG_TRY(pthread_rwlock_tryrdlock(l), umcg_ret == EBUSY))
+UMCG_HOOK(int, pthread_rwlock_wrlock, NULL, (pthread_rwlock_t *l), (l),
+	  UMCG_TRY(pthread_rwlock_trywrlock(l), umcg_ret == EBUSY))
+UMCG_HOOK(int, pthread_join, NULL, (pthread_t t, void **ret), (t, ret),
+	  UMCG_TRY(pthread_tryjoin_np(t, ret), umcg_ret == EBUSY))
+UMCG_HOOK(int, sem_wait, NULL, (sem_t *s), (s),
+	  UMCG_TRY(sem_trywait(s), umcg_ret < 0 && errno == EAGAIN))
+UMCG_HOOK(int, sem_timedwait, NULL,
+	  (sem_t *__restrict s, const struct timespec *__restrict t), (s, t),
+	  UMCG_TRY(sem_trywait(s), umcg_ret < 0 && errno == EAGAIN))
+UMCG_HOOK(pid_t, waitpid, NULL, (pid_t pid, int *status, int options),
+	  (pid, status, options),
+	  options & WNOHANG ? UMCG_CALL_PLAIN :
+	  UMCG_TRY(umcg_fn(pid, status, options | WNOHANG), umcg_ret == 0))
+UMCG_HOOK(pid_t, wait, NULL, (int *status), (status),
+	  UMCG_TRY(UMCG_REAL(waitpid, NULL)(-1, status, WNOHANG), umcg_ret == 0))
 
 /*
  * The fortified variants (-D_FORTIFY_SOURCE with a known buffer size) that
@@ -405,21 +558,24 @@ int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
 int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *timeout,
 		const __sigset_t *mask, size_t fdslen);
 
-UMCG_BLOCKING(ssize_t, __read_chk, NULL, (int fd, void *buf, size_t n, size_t buflen),
-	      (fd, buf, n, buflen))
-UMCG_BLOCKING(ssize_t, __recv_chk, NULL,
-	      (int fd, void *buf, size_t n, size_t buflen, int flags),
-	      (fd, buf, n, buflen, flags))
-UMCG_BLOCKING(ssize_t, __recvfrom_chk, NULL,
-	      (int fd, void *__restrict buf, size_t n, size_t buflen, int flags,
-	       __SOCKADDR_ARG addr, socklen_t *__restrict len),
-	      (fd, buf, n, buflen, flags, addr, len))
-UMCG_BLOCKING(int, __poll_chk, NULL, (struct pollfd *fds, nfds_t n, int timeout, size_t len),
-	      (fds, n, timeout, len))
-UMCG_BLOCKING(int, __ppoll_chk, NULL,
-	      (struct pollfd *fds, nfds_t n, const struct timespec *timeout,
-	       const __sigset_t *mask, size_t len),
-	      (fds, n, timeout, mask, len))
+UMCG_HOOK(ssize_t, __read_chk, NULL, (int fd, void *buf, size_t n, size_t buflen),
+	  (fd, buf, n, buflen), umcg_fd_how(fd))
+UMCG_HOOK(ssize_t, __recv_chk, NULL,
+	  (int fd, void *buf, size_t n, size_t buflen, int flags),
+	  (fd, buf, n, buflen, flags), umcg_recv_how(fd, flags))
+UMCG_HOOK(ssize_t, __recvfrom_chk, NULL,
+	  (int fd, void *__restrict buf, size_t n, size_t buflen, int flags,
+	   __SOCKADDR_ARG addr, socklen_t *__restrict len),
+	  (fd, buf, n, buflen, flags, addr, len), umcg_recv_how(fd, flags))
+UMCG_HOOK(int, __poll_chk, NULL, (struct pollfd *fds, nfds_t n, int timeout, size_t len),
+	  (fds, n, timeout, len),
+	  !timeout ? UMCG_CALL_PLAIN : UMCG_TRY(umcg_fn(fds, n, 0, len), umcg_ret == 0))
+UMCG_HOOK(int, __ppoll_chk, NULL,
+	  (struct pollfd *fds, nfds_t n, const struct timespec *timeout,
+	   const __sigset_t *mask, size_t len),
+	  (fds, n, timeout, mask, len),
+	  timeout && umcg_ts_zero(timeout) ? UMCG_CALL_PLAIN :
+	  UMCG_TRY(umcg_fn(fds, n, &umcg_no_wait, mask, len), umcg_ret == 0))
 
 /* --- setup and teardown ------------------------------------------------- */
 
@@ -542,6 +698,7 @@ __attribute__((constructor)) static void umcg_preload_init(void)
 			 getenv(UMCG_RUN_ENV_BACKEND) ? getenv(UMCG_RUN_ENV_BACKEND) : "auto",
 			 strerror(-ret));
 	pthread_setspecific(umcg_worker_key, &umcg_worker_key);
+	umcg_user_backend = !strcmp(umcg_backend_name(), "user");
 	ret = umcg_dump_on_signal(sig);
 	if (ret)
 		umcg_die(1, "cannot dump on signal %d: %s", sig, strerror(-ret));

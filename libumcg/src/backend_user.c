@@ -6,6 +6,13 @@
  * tell the other backends, the monitor thread finds out (Go's sysmon is the
  * model): it samples each busy core's owner.
  *
+ *   announced  the owner is in a blocking call it announced
+ *            (umcg_blocking_enter(), blocking.c: umcg-run's interposed
+ *            calls), the same call as at the last sample, and used no CPU
+ *            time since: the core goes to the next runnable worker at
+ *            once.  The owner, on its way out of the call, finds out and
+ *            waits for a core before it runs its own code again.  (A call
+ *            announced with UMCG_BLOCKING_NOW gave its core away itself.)
  *   blocked  the owner used no CPU time for blocked_ns and /proc says it
  *            sleeps (S or D): the core goes to the next runnable worker
  *            (umcg_worker_blocked).  The blocked worker finds out at its
@@ -17,6 +24,10 @@
  *
  * The monitor sleeps blocked_ns / 2 between samples, doubling after 50
  * samples in which nothing happened, up to 10 ms; any action resets it.
+ * While a core's owner is in an announced call it samples every 20 us (or
+ * blocked_ns / 2, if shorter), whatever blocked_ns is.  Before a sleep
+ * longer than 1 ms it says so in group->monitor_idle, and the next worker
+ * to announce a call that may block wakes it (blocking.c).
  *
  * Lock order: the monitor takes core->lock only through sched.c.
  */
@@ -35,18 +46,26 @@
 
 #define UMCG_PREEMPT_SIGNAL	SIGURG
 #define UMCG_MONITOR_MAX_NS	10000000ULL
+/* The sample period while a core's owner is in an announced call. */
+#define UMCG_MONITOR_CALL_NS	20000ULL
+/* Sleeping longer than this, the monitor wants a poke (monitor_idle). */
+#define UMCG_MONITOR_POKE_NS	1000000ULL
+
+/* What one sample of a core found (user_sample_core()). */
+#define UMCG_SAMPLE_ACTED	(1U << 0)	/* it did something */
+#define UMCG_SAMPLE_IN_CALL	(1U << 1)	/* the owner is in an announced call */
 
 struct umcg_user {
 	pthread_t monitor;
 	_Atomic bool stop;
-	_Atomic uint32_t stop_word;
 	struct sigaction old_action;
-	/* Per core: the owner and its CPU time at the last sample. */
+	/* Per core: the owner, its CPU time and its call at the last sample. */
 	struct umcg_user_sample {
 		struct umcg_thread *owner;
 		uint64_t switches;
 		uint64_t cpu_ns;
 		uint64_t idle_since_ns;
+		uint64_t blocking;
 	} *samples;
 };
 
@@ -85,6 +104,18 @@ static bool user_thread_still_asleep(struct umcg_thread *t, void *arg)
 	return user_thread_cpu_ns(t) == *(const uint64_t *)arg;
 }
 
+/*
+ * @t is still in the announced call *@arg, seen asleep: the core is taken
+ * (IN -> TAKEN), unless @t left the call meanwhile (blocking.c).
+ */
+static bool user_thread_still_in_call(struct umcg_thread *t, void *arg)
+{
+	uint64_t w = *(const uint64_t *)arg;
+
+	return atomic_compare_exchange_strong(&t->blocking, &w,
+					      (w & ~UMCG_BLK_MASK) | UMCG_BLK_TAKEN);
+}
+
 /* Does /proc say @tid sleeps in the kernel (state S or D)? */
 static bool user_thread_sleeps(pid_t tid)
 {
@@ -106,15 +137,16 @@ static bool user_thread_sleeps(pid_t tid)
 }
 
 /*
- * One look at core @c; true if it did something.  Under c->lock, which
- * keeps the owner alive while we read its clock and /proc.
+ * One look at core @c: UMCG_SAMPLE_*.  Under c->lock, which keeps the
+ * owner alive while we read its clock and /proc.
  */
-static bool user_sample_core(struct umcg_group *g, struct umcg_core *c,
-			     struct umcg_user_sample *smp, uint64_t now)
+static unsigned int user_sample_core(struct umcg_group *g, struct umcg_core *c,
+				     struct umcg_user_sample *smp, uint64_t now)
 {
 	struct umcg_thread *t;
-	uint64_t switches, cpu;
-	bool acted = false;
+	uint64_t switches, cpu, call;
+	unsigned int acted = 0;
+	bool in_call;
 
 	pthread_mutex_lock(&c->lock);
 	t = c->current;
@@ -123,18 +155,31 @@ static bool user_sample_core(struct umcg_group *g, struct umcg_core *c,
 		smp->owner = NULL;
 		goto out;
 	}
+	call = atomic_load(&t->blocking);
+	in_call = (call & UMCG_BLK_MASK) == UMCG_BLK_IN;
 	cpu = user_thread_cpu_ns(t);
-	if (t != smp->owner || switches != smp->switches || cpu != smp->cpu_ns) {
+	if (t != smp->owner || switches != smp->switches || cpu != smp->cpu_ns ||
+	    call != smp->blocking) {
 		smp->owner = t;
 		smp->switches = switches;
 		smp->cpu_ns = cpu;
 		smp->idle_since_ns = now;
+		smp->blocking = call;
+	} else if (in_call && atomic_load(&t->awake)) {
+		/* The same announced call, asleep since the last sample. */
+		if (umcg_worker_blocked_locked(c, t, user_thread_still_in_call, &call))
+			acted = UMCG_SAMPLE_ACTED;
+		smp->owner = NULL;
+		goto out;
 	} else if (now - smp->idle_since_ns >= g->blocked_ns &&
 		   atomic_load(&t->awake) && user_thread_sleeps(t->tid)) {
-		acted = umcg_worker_blocked_locked(c, t, user_thread_still_asleep, &cpu);
+		if (umcg_worker_blocked_locked(c, t, user_thread_still_asleep, &cpu))
+			acted = UMCG_SAMPLE_ACTED;
 		smp->owner = NULL;
 		goto out;
 	}
+	if (in_call)
+		acted |= UMCG_SAMPLE_IN_CALL;
 	if (g->time_slice_ns &&
 	    now - atomic_load(&c->run_since_ns) >= g->time_slice_ns &&
 	    umcg_state_of(umcg_thread_load_state(t)) == UMCG_TASK_RUNNING &&
@@ -142,7 +187,7 @@ static bool user_sample_core(struct umcg_group *g, struct umcg_core *c,
 		pthread_kill(t->pthread, UMCG_PREEMPT_SIGNAL);
 		/* One signal per slice: restart the slice clock. */
 		atomic_store(&c->run_since_ns, now);
-		acted = true;
+		acted |= UMCG_SAMPLE_ACTED;
 	}
 out:
 	pthread_mutex_unlock(&c->lock);
@@ -153,7 +198,7 @@ static void *user_monitor_main(void *arg)
 {
 	struct umcg_group *g = arg;
 	struct umcg_user *u = g->backend_priv;
-	uint64_t min_ns = g->blocked_ns / 2, delay = min_ns;
+	uint64_t min_ns = g->blocked_ns / 2, delay = min_ns, call_ns, sleep_ns;
 	unsigned int quiet = 0;
 
 	if (g->time_slice_ns && g->time_slice_ns / 2 < min_ns)
@@ -161,6 +206,8 @@ static void *user_monitor_main(void *arg)
 	if (min_ns < 10000)
 		min_ns = 10000;
 	delay = min_ns;
+	call_ns = min_ns < UMCG_MONITOR_CALL_NS ? min_ns : UMCG_MONITOR_CALL_NS;
+	sleep_ns = delay;
 	/*
 	 * The default 50 us timer slack would stretch every sample period
 	 * (25 us by default) and so every hand-off; this thread only sleeps.
@@ -168,23 +215,39 @@ static void *user_monitor_main(void *arg)
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 
 	while (!atomic_load(&u->stop)) {
-		uint64_t now = umcg_now_ns();
-		bool acted = false;
+		uint32_t seq = atomic_load(&g->monitor_seq);
+		bool poke = sleep_ns > UMCG_MONITOR_POKE_NS;
+		unsigned int seen = 0;
+		uint64_t now, next;
 
+		/*
+		 * Before the samples: a worker that announces a call after
+		 * them sees the flag and wakes us (blocking.c), or the
+		 * samples see its call.
+		 */
+		atomic_store(&g->monitor_idle, poke);
+		now = umcg_now_ns();
 		for (unsigned int i = 0; i < g->nr_cores; i++)
-			acted |= user_sample_core(g, &g->cores[i], &u->samples[i], now);
+			seen |= user_sample_core(g, &g->cores[i], &u->samples[i], now);
 		if (atomic_exchange(&g->dump_requested, 0)) {
 			umcg_dump(stderr);
-			acted = true;
+			seen |= UMCG_SAMPLE_ACTED;
 		}
-		if (acted) {
+		if (seen & UMCG_SAMPLE_ACTED) {
 			quiet = 0;
 			delay = min_ns;
 		} else if (++quiet >= 50 && delay < UMCG_MONITOR_MAX_NS) {
 			quiet = 0;
 			delay *= 2;
 		}
-		umcg_futex_wait(&u->stop_word, 0, umcg_now_ns() + delay);
+		next = seen & UMCG_SAMPLE_IN_CALL && call_ns < delay ? call_ns : delay;
+		/* A long sleep, but the flag was down during the samples: again. */
+		if (next > UMCG_MONITOR_POKE_NS && !poke) {
+			sleep_ns = next;
+			continue;
+		}
+		sleep_ns = next;
+		umcg_futex_wait(&g->monitor_seq, seq, umcg_now_ns() + sleep_ns);
 	}
 	return NULL;
 }
@@ -223,8 +286,8 @@ static void user_fini(struct umcg_group *g)
 	struct umcg_user *u = g->backend_priv;
 
 	atomic_store(&u->stop, true);
-	atomic_store(&u->stop_word, 1);
-	umcg_futex_wake(&u->stop_word, 1);
+	atomic_fetch_add(&g->monitor_seq, 1);
+	umcg_futex_wake(&g->monitor_seq, 1);
 	pthread_join(u->monitor, NULL);
 	sigaction(UMCG_PREEMPT_SIGNAL, &u->old_action, NULL);
 	free(u->samples);

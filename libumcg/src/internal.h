@@ -102,6 +102,15 @@ struct umcg_thread {
 	_Atomic uint32_t in_lib;	/* inside a libumcg call */
 	_Atomic uint32_t preempt_pending;
 
+	/*
+	 * A blocking call the thread announced (blocking.c): the call's
+	 * number from bit UMCG_BLK_SHIFT up, UMCG_BLK_* below it; 0 outside
+	 * one.  Stored by the thread; IN -> TAKEN by the monitor only.
+	 */
+	_Atomic uint64_t blocking;
+	uint64_t blocking_nr;		/* the thread's own: calls announced */
+	_Atomic uint32_t blocking_depth;	/* the thread's own: nesting */
+
 	/* Statistics; written by whoever changes the state. */
 	_Atomic uint64_t state_since_ns;
 	_Atomic uint64_t nr_switches;
@@ -165,7 +174,24 @@ struct umcg_group {
 
 	_Atomic int dump_signal;
 	_Atomic uint32_t dump_requested;
+
+	/*
+	 * The user backend's monitor: it sleeps on monitor_seq, and says in
+	 * monitor_idle that it sleeps longer than its shortest period, so
+	 * that a worker announcing a call that may block wakes it
+	 * (umcg_blocking_enter()).  Here, not in the backend's own data,
+	 * because a released worker may still look after the backend's fini.
+	 */
+	_Atomic uint32_t monitor_seq;
+	_Atomic uint32_t monitor_idle;
 };
+
+/* umcg_thread.blocking, below UMCG_BLK_SHIFT: see blocking.c. */
+#define UMCG_BLK_IN		1ULL	/* in the call; the core is still its */
+#define UMCG_BLK_TAKEN		2ULL	/* the monitor took its core */
+#define UMCG_BLK_GAVE		3ULL	/* it gave its core away on the way in */
+#define UMCG_BLK_MASK		3ULL
+#define UMCG_BLK_SHIFT		2
 
 /* t->joiner once @t is done: a joiner that comes later must not park. */
 #define UMCG_JOINER_DONE	((struct umcg_thread *)1)
@@ -271,6 +297,7 @@ static inline void umcg_lib_unhold(struct umcg_thread *self)
 	if (self)
 		umcg_lib_leave(self);
 }
+int umcg_sched_block(struct umcg_thread *self);
 bool umcg_worker_blocked_locked(struct umcg_core *c, struct umcg_thread *t,
 				bool (*asleep)(struct umcg_thread *t, void *arg), void *arg);
 void umcg_worker_preempt(struct umcg_thread *self);

@@ -684,9 +684,9 @@ void umcg_lib_leave(struct umcg_thread *self)
 }
 
 /*
- * Leave RUNNING for @to (RUNNABLE, PARKED, DONE) unless @self lost its core
- * meanwhile (BLOCKED), in which case get one back first and retry.  Returns
- * the core @self owned.  @permit: for PARKED, a pending permit is consumed
+ * Leave RUNNING for @to (RUNNABLE, PARKED, BLOCKED, DONE) unless @self lost
+ * its core meanwhile (BLOCKED), in which case get one back first and retry.
+ * Returns the core @self owned.  @permit: for PARKED, a pending permit is consumed
  * instead and -EAGAIN returned.
  */
 static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit,
@@ -816,8 +816,8 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	if (ret != -ETIMEDOUT)
 		return ret;
 	/*
-	 * Timed out: queue for a core unless an unpark beat us to it, which
-	 * then ended this park (0): its permit is used up here, not lost.
+	 * Timed out: queue for a core unless an unpark (or a switch) beat us
+	 * to it, in which case it was one: 0, lest the caller lose it.
 	 */
 	s = umcg_thread_load_state(self);
 	while (umcg_state_of(s) == UMCG_TASK_PARKED) {
@@ -829,6 +829,30 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	}
 	ret = umcg_wait_for_core(self, 0);
 	return ret ? ret : timed_out ? -ETIMEDOUT : 0;
+}
+
+/*
+ * @self is about to make a system call it knows will block (announced
+ * with UMCG_BLOCKING_NOW, blocking.c), on a backend whose kernel does not
+ * report blocks: leave RUNNING for BLOCKED and give the core to the
+ * policy's next thread now (C2), as the monitor would once it saw the call
+ * asleep.  @self queues for a core again on its way out, as any BLOCKED
+ * worker does (umcg_reacquire()).  0, or -ESRCH for a thread the group
+ * released.
+ */
+int umcg_sched_block(struct umcg_thread *self)
+{
+	struct umcg_group *g = self->group;
+	struct umcg_core *c;
+	int ret;
+
+	ret = umcg_leave_running(self, UMCG_TASK_BLOCKED, false, &c);
+	if (ret)
+		return ret;
+	atomic_fetch_add_explicit(&self->nr_blocks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+	umcg_core_give(c, self);
+	return 0;
 }
 
 int umcg_sched_unpark(struct umcg_thread *t, int waker_core)

@@ -15,7 +15,9 @@
  * for a joinable thread.  Worker-only calls from the main thread -EPERM;
  * join on self -EDEADLK, on NULL or a detached thread -EINVAL; unpark of a
  * DONE thread -ESRCH; out-of-range timeouts -EINVAL; attach/detach misuse;
- * dump and dump_on_signal arguments.
+ * dump and dump_on_signal arguments; umcg_blocking_enter() and _leave():
+ * -EPERM from a plain thread, unknown flags and a leave without its enter
+ * -EINVAL, nested pairs accepted.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -71,6 +73,8 @@ TEST_F(no_group, calls_before_init)
 	EXPECT_EQ(-EPERM, umcg_park());
 	EXPECT_EQ(-EPERM, umcg_park_timeout(1000));
 	EXPECT_EQ(-EPERM, umcg_sleep_ns(1000));
+	EXPECT_EQ(-EPERM, umcg_blocking_enter(0));
+	EXPECT_EQ(-EPERM, umcg_blocking_leave());
 	EXPECT_EQ(-EINVAL, umcg_switch_to(NULL));
 	/* NULL handles. */
 	EXPECT_EQ(-EINVAL, umcg_unpark(NULL));
@@ -337,6 +341,8 @@ TEST_F(group, worker_only_calls_from_main)
 	EXPECT_EQ(-EPERM, umcg_park_timeout(1000));
 	EXPECT_EQ(-EPERM, umcg_sleep_ns(1000));
 	EXPECT_EQ(-EPERM, umcg_switch_to(t));
+	EXPECT_EQ(-EPERM, umcg_blocking_enter(UMCG_BLOCKING_NOW));
+	EXPECT_EQ(-EPERM, umcg_blocking_leave());
 	EXPECT_EQ(-EINVAL, umcg_park_timeout(UINT64_MAX));
 	EXPECT_EQ(-EINVAL, umcg_sleep_ns(UINT64_MAX));
 	EXPECT_EQ(-EPERM, umcg_detach());
@@ -349,6 +355,8 @@ struct a_results {
 	int join_self, join_null, unpark_null, unpark_done;
 	int park_timeout_max, sleep_max, attach, detach, fini;
 	int switch_null;
+	int leave_alone, enter_bad, enter, enter_nested, leave_nested, leave, leave_extra;
+	int state_after;
 };
 
 static void *a_worker_misuse(void *arg)
@@ -366,6 +374,14 @@ static void *a_worker_misuse(void *arg)
 	r->detach = umcg_detach();
 	r->fini = umcg_fini();
 	r->switch_null = umcg_switch_to(NULL);
+	r->leave_alone = umcg_blocking_leave();
+	r->enter_bad = umcg_blocking_enter(1U << 7);
+	r->enter = umcg_blocking_enter(0);
+	r->enter_nested = umcg_blocking_enter(UMCG_BLOCKING_NOW);
+	r->leave_nested = umcg_blocking_leave();
+	r->leave = umcg_blocking_leave();
+	r->leave_extra = umcg_blocking_leave();
+	r->state_after = umcg_thread_state(umcg_self());
 	return NULL;
 }
 
@@ -388,6 +404,14 @@ TEST_F(group, worker_misuse)
 	EXPECT_EQ(-EINVAL, r.detach);
 	EXPECT_EQ(-EDEADLK, r.fini);
 	EXPECT_EQ(-EINVAL, r.switch_null);
+	EXPECT_EQ(-EINVAL, r.leave_alone);
+	EXPECT_EQ(-EINVAL, r.enter_bad);
+	EXPECT_EQ(0, r.enter);
+	EXPECT_EQ(0, r.enter_nested);
+	EXPECT_EQ(0, r.leave_nested);
+	EXPECT_EQ(0, r.leave);
+	EXPECT_EQ(-EINVAL, r.leave_extra);
+	EXPECT_EQ(UMCG_STATE_RUNNING, r.state_after);
 	/* From main too. */
 	EXPECT_EQ(-ESRCH, umcg_unpark(r.done));
 	EXPECT_EQ(0, umcg_join(r.done, NULL));

@@ -18,16 +18,32 @@
  *                         stdin with stdio (a read libumcg does not see),
  *                         prints "spinner_ran=1" if the spinner got to run
  *                         meanwhile, and returns from main.
+ *   pthread_load --handoff
+ *                         for each interposed blocking call (read, poll,
+ *                         select, epoll_wait, accept, a sleep, a condition
+ *                         variable, a semaphore, a contended mutex, a write
+ *                         to a full pipe): thread A makes the call, which
+ *                         only thread B can end, and B starts only once A
+ *                         is in it; main joins both.  On one core, B runs
+ *                         only if A's core changes hands while A is blocked
+ *                         (C2).  Prints "handoff_CALL_ms=N" for each and
+ *                         "checks=ok" when every call returned as it should.
  */
 #define _GNU_SOURCE
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <threads.h>
 #include <time.h>
 #include <unistd.h>
@@ -229,6 +245,256 @@ static int run_exit_spin(void)
 	return 0;	/* exit() with the spinner still running */
 }
 
+/* --handoff: see the top.  A sets a_in just before its call. */
+static atomic_int a_in, b_done;
+static atomic_bool h_ok = true;
+static pthread_mutex_t h_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t h_cond = PTHREAD_COND_INITIALIZER;
+static bool h_flag;
+static sem_t h_sem;
+static int h_listen, h_epoll;
+static struct sockaddr_un h_addr = { .sun_family = AF_UNIX };
+
+#define H_PIPE_BYTES	(1 << 20)	/* more than a pipe holds */
+
+static void h_check(bool ok, const char *what)
+{
+	if (!ok) {
+		fprintf(stderr, "handoff: %s failed\n", what);
+		atomic_store(&h_ok, false);
+	}
+}
+
+static void h_enter(void)
+{
+	atomic_store(&a_in, 1);
+}
+
+static void a_read(void)
+{
+	char c;
+
+	h_enter();
+	h_check(read(pipefd[0], &c, 1) == 1, "read");
+}
+
+static void a_poll(void)
+{
+	struct pollfd p = { .fd = pipefd[0], .events = POLLIN };
+	char c;
+
+	h_enter();
+	h_check(poll(&p, 1, -1) == 1 && read(pipefd[0], &c, 1) == 1, "poll");
+}
+
+static void a_select(void)
+{
+	fd_set r;
+	char c;
+
+	FD_ZERO(&r);
+	FD_SET(pipefd[0], &r);
+	h_enter();
+	h_check(select(pipefd[0] + 1, &r, NULL, NULL, NULL) == 1 && FD_ISSET(pipefd[0], &r) &&
+		read(pipefd[0], &c, 1) == 1, "select");
+}
+
+static void a_epoll(void)
+{
+	struct epoll_event ev;
+	char c;
+
+	h_enter();
+	h_check(epoll_wait(h_epoll, &ev, 1, -1) == 1 && read(pipefd[0], &c, 1) == 1,
+		"epoll_wait");
+}
+
+static void b_write_byte(void)
+{
+	h_check(write(pipefd[1], "x", 1) == 1, "write of one byte");
+}
+
+static void a_accept(void)
+{
+	int fd;
+
+	h_enter();
+	fd = accept(h_listen, NULL, NULL);
+	h_check(fd >= 0, "accept");
+	if (fd >= 0)
+		close(fd);
+}
+
+static void b_connect(void)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	h_check(fd >= 0 && connect(fd, (struct sockaddr *)&h_addr, sizeof(h_addr)) == 0,
+		"connect");
+	if (fd >= 0)
+		close(fd);
+}
+
+static void a_sleep(void)
+{
+	struct timespec ts = { .tv_nsec = 100000000 };
+
+	h_enter();
+	nanosleep(&ts, NULL);
+	h_check(atomic_load(&b_done), "nanosleep (B did not run meanwhile)");
+}
+
+static void b_mark(void)
+{
+	atomic_store(&b_done, 1);
+}
+
+static void a_cond(void)
+{
+	pthread_mutex_lock(&h_lock);
+	h_enter();
+	while (!h_flag)
+		pthread_cond_wait(&h_cond, &h_lock);
+	pthread_mutex_unlock(&h_lock);
+}
+
+static void b_cond(void)
+{
+	pthread_mutex_lock(&h_lock);
+	h_flag = true;
+	pthread_cond_signal(&h_cond);
+	pthread_mutex_unlock(&h_lock);
+}
+
+static void a_sem(void)
+{
+	h_enter();
+	h_check(sem_wait(&h_sem) == 0, "sem_wait");
+}
+
+static void b_sem(void)
+{
+	h_check(sem_post(&h_sem) == 0, "sem_post");
+}
+
+/* A holds the mutex across a sleep; B's lock must not keep the core. */
+static void a_mutex(void)
+{
+	struct timespec ts = { .tv_nsec = 50000000 };
+
+	pthread_mutex_lock(&h_lock);
+	h_enter();
+	nanosleep(&ts, NULL);
+	pthread_mutex_unlock(&h_lock);
+}
+
+static void b_mutex(void)
+{
+	pthread_mutex_lock(&h_lock);
+	pthread_mutex_unlock(&h_lock);
+}
+
+/* A write that may block (left to the monitor): B drains the pipe. */
+static void a_write(void)
+{
+	static char buf[H_PIPE_BYTES];
+	size_t done = 0;
+
+	h_enter();
+	while (done < sizeof(buf)) {
+		ssize_t n = write(pipefd[1], buf + done, sizeof(buf) - done);
+
+		if (n <= 0)
+			break;
+		done += n;
+	}
+	h_check(done == sizeof(buf), "write to a full pipe");
+}
+
+static void b_drain(void)
+{
+	static char buf[65536];
+	size_t done = 0;
+
+	while (done < H_PIPE_BYTES) {
+		ssize_t n = read(pipefd[0], buf, sizeof(buf));
+
+		if (n <= 0)
+			break;
+		done += n;
+	}
+	h_check(done == H_PIPE_BYTES, "reading the full pipe");
+}
+
+struct h_case {
+	const char *name;
+	void (*a)(void);
+	void (*b)(void);
+};
+
+static void *h_run_a(void *arg)
+{
+	((const struct h_case *)arg)->a();
+	return NULL;
+}
+
+/* On one core B gets here only when A gave the core up: in its call. */
+static void *h_run_b(void *arg)
+{
+	while (!atomic_load(&a_in))
+		sched_yield();
+	((const struct h_case *)arg)->b();
+	return NULL;
+}
+
+static int run_handoff(void)
+{
+	static const struct h_case cases[] = {
+		{ "read", a_read, b_write_byte },
+		{ "poll", a_poll, b_write_byte },
+		{ "select", a_select, b_write_byte },
+		{ "epoll_wait", a_epoll, b_write_byte },
+		{ "accept", a_accept, b_connect },
+		{ "nanosleep", a_sleep, b_mark },
+		{ "cond_wait", a_cond, b_cond },
+		{ "sem_wait", a_sem, b_sem },
+		{ "mutex_lock", a_mutex, b_mutex },
+		{ "write", a_write, b_drain },
+	};
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	snprintf(h_addr.sun_path, sizeof(h_addr.sun_path), "/tmp/umcg-run-handoff.%d",
+		 getpid());
+	unlink(h_addr.sun_path);
+	h_listen = socket(AF_UNIX, SOCK_STREAM, 0);
+	h_epoll = epoll_create1(0);
+	if (h_listen < 0 || bind(h_listen, (struct sockaddr *)&h_addr, sizeof(h_addr)) ||
+	    listen(h_listen, 4) || h_epoll < 0 || sem_init(&h_sem, 0, 0) ||
+	    epoll_ctl(h_epoll, EPOLL_CTL_ADD, pipefd[0], &ev)) {
+		perror("handoff setup");
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t t0 = now_ns();
+		pthread_t a, b;
+
+		atomic_store(&a_in, 0);
+		atomic_store(&b_done, 0);
+		if (pthread_create(&a, NULL, h_run_a, (void *)&cases[i]) ||
+		    pthread_create(&b, NULL, h_run_b, (void *)&cases[i])) {
+			fprintf(stderr, "pthread_create failed\n");
+			return 1;
+		}
+		pthread_join(a, NULL);
+		pthread_join(b, NULL);
+		printf("handoff_%s_ms=%.3f\n", cases[i].name, (now_ns() - t0) / 1e6);
+		fflush(stdout);
+	}
+	unlink(h_addr.sun_path);
+	printf("checks=%s\n", atomic_load(&h_ok) ? "ok" : "FAILED");
+	return atomic_load(&h_ok) ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (pipe(pipefd)) {
@@ -239,8 +505,10 @@ int main(int argc, char **argv)
 		return run_hold();
 	if (argc == 2 && !strcmp(argv[1], "--exit-spin"))
 		return run_exit_spin();
+	if (argc == 2 && !strcmp(argv[1], "--handoff"))
+		return run_handoff();
 	if (argc != 1) {
-		fprintf(stderr, "usage: %s [--hold|--exit-spin]\n", argv[0]);
+		fprintf(stderr, "usage: %s [--hold|--exit-spin|--handoff]\n", argv[0]);
 		return 2;
 	}
 	return run_load();

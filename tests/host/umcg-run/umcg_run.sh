@@ -12,12 +12,16 @@
 #         same with the other policies, under a time slice, and as the child
 #         of a managed shell; exit() while a worker spins on the only core;
 #         a thread started before the library's constructor; a bad setting
+#   c2    on one core, with the monitor's blocked_us at 30 s (so that only
+#         the interposed calls' own hand-off can be quick), each interposed
+#         blocking call lets another thread run at once (pthread_load
+#         --handoff), with the default and the fifo policy
 #   dump  "umcgctl dump PID" makes a running umcg-run'ed program write a
 #         dump listing its threads to its stderr
 #
 # Set by ctest: UMCG_RUN, UMCGCTL, UMCG_RUN_LOAD, UMCG_RUN_EARLY (binaries),
 # UMCG_RUN_PRELOAD_LIB and UMCG_RUN_SANITIZED (1 in sanitizer builds).
-part=${1:?usage: umcg_run.sh cli|c1|dump}
+part=${1:?usage: umcg_run.sh cli|c1|c2|dump}
 run=${UMCG_RUN:?} ctl=${UMCGCTL:?} load=${UMCG_RUN_LOAD:?} lib=${UMCG_RUN_PRELOAD_LIB:?}
 early=${UMCG_RUN_EARLY:?}
 unset UMCG_BACKEND UMCG_DUMP_SIGNAL UMCG_RUN_CORES UMCG_RUN_POLICY UMCG_RUN_TIME_SLICE_US \
@@ -157,8 +161,10 @@ part_c1() {
 	fi
 	# exit() from a thread that lost its core in a read libumcg did not see,
 	# while a worker holds the only core and never blocks: must not hang.
+	# The spinner gets 1 s to be created and given the core (the monitor
+	# takes it after 50 us; 0.3 s was too short at a load average of 100).
 	if preload_skip "exit while a worker spins"; then :; else
-		out=$( (sleep 0.3; echo go) | timeout 10 "$run" --cores 1 -- "$load" --exit-spin 2>&1)
+		out=$( (sleep 1; echo go) | timeout 10 "$run" --cores 1 -- "$load" --exit-spin 2>&1)
 		rc=$?
 		if [ $rc = 0 ] && grep -q '^spinner_ran=1$' <<< "$out"; then
 			ok "exit while a worker spins on the only core"
@@ -172,6 +178,32 @@ part_c1() {
 	if preload_skip "bad environment"; then :; else
 		check 2 "bad UMCG_RUN_CORES='many'" \
 			env UMCG_RUN_CORES=many LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$lib" "$load"
+	fi
+}
+
+# handoff_case NAME RUN-OPTION...: pthread_load --handoff under umcg-run.
+handoff_case() {
+	local name=$1 out rc
+	shift
+	out=$(timeout 20 "$run" "$@" -- "$load" --handoff 2>&1 < /dev/null)
+	rc=$?
+	sed 's/^/# /' <<< "$out"
+	if [ $rc = 0 ] && grep -q '^checks=ok$' <<< "$out"; then
+		ok "$name: every interposed call handed its core on"
+	else
+		not_ok "$name (exit $rc, want 0 and checks=ok; 124 is a call that kept its core; got: $(head -c 400 <<< "$out"))"
+	fi
+}
+
+part_c2() {
+	echo "1..2"
+	if preload_skip "hand-off"; then :; else
+		handoff_case "umcg-run --cores 1 --blocked-us 30000000" \
+			--cores 1 --blocked-us 30000000
+	fi
+	if preload_skip "hand-off, fifo"; then :; else
+		handoff_case "umcg-run --cores 1 --policy fifo --blocked-us 30000000" \
+			--cores 1 --policy fifo --blocked-us 30000000
 	fi
 }
 
@@ -251,6 +283,7 @@ echo "TAP version 13"
 case $part in
 cli) part_cli ;;
 c1) part_c1 ;;
+c2) part_c2 ;;
 dump) part_dump ;;
 *) echo "Bail out! unknown part '$part'"; exit 1 ;;
 esac
