@@ -63,6 +63,7 @@ struct umcg_thread {
 	int32_t pref_core;		/* umcg_attr.core, or -1 */
 	int32_t spawn_core;		/* core of its spawner, or -1 */
 	_Atomic int32_t core;		/* core it runs on or last ran on, -1 */
+	_Atomic int32_t core_reported;	/* while staged: core before (sched.c) */
 	int32_t pinned_cpu;		/* CPU its affinity is set to, -1 */
 	char name[16];
 
@@ -241,6 +242,7 @@ void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flag
 void umcg_core_sync_locked(struct umcg_core *c);
 void umcg_core_refill(struct umcg_core *c);
 void umcg_stage_drop_all(struct umcg_group *g);
+int umcg_thread_core_of(const struct umcg_thread *t);
 int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_timeout_ns);
 void *umcg_server_main(void *arg);
 void umcg_core_kick_idle(struct umcg_group *g, int core, int start);

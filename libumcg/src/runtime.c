@@ -215,6 +215,7 @@ static struct umcg_thread *umcg_thread_alloc(void)
 	t->pref_core = -1;
 	t->spawn_core = -1;
 	t->core = -1;
+	t->core_reported = -1;
 	t->pinned_cpu = -1;
 	t->policy_queue = -1;
 	CDS_INIT_LIST_HEAD(&t->policy_node);
@@ -751,7 +752,7 @@ int umcg_thread_tid(const umcg_thread_t *t)
 
 int umcg_thread_core(const umcg_thread_t *t)
 {
-	return t ? atomic_load(&((struct umcg_thread *)t)->core) : -EINVAL;
+	return t ? umcg_thread_core_of(t) : -EINVAL;
 }
 
 void **umcg_thread_policy_data(umcg_thread_t *t)

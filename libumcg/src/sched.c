@@ -154,7 +154,7 @@ void umcg_core_kick_idle(struct umcg_group *g, int core, int start)
  * nobody, until umcg_core_run() makes it @c's owner and only then RUNNING:
  * a thread must never run before the core is recorded as its.
  */
-static struct umcg_thread *umcg_policy_pick(struct umcg_core *c)
+static struct umcg_thread *umcg_policy_take(struct umcg_core *c)
 {
 	struct umcg_group *g = c->group;
 	struct umcg_thread *t;
@@ -171,9 +171,19 @@ static struct umcg_thread *umcg_policy_pick(struct umcg_core *c)
 	}
 	umcg_ref_get(t);	/* dropped once woken: umcg_wake_put() */
 	atomic_store(&t->awake, 0);
-	atomic_store(&t->core, c->idx);
 	return t;
 }
+
+/* umcg_policy_take(), the thread's core recorded as @c. */
+static struct umcg_thread *umcg_policy_pick(struct umcg_core *c)
+{
+	struct umcg_thread *t = umcg_policy_take(c);
+
+	if (t)
+		atomic_store(&t->core, c->idx);
+	return t;
+}
+
 
 /*
  * Let @t, made RUNNING by umcg_core_run(), run; then drop the reference
@@ -209,6 +219,23 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 #define UMCG_KMOVE_STAGED	(1ULL << 5)	/* staged: not running yet */
 #define UMCG_KMOVE_KHELD	(1ULL << 6)	/* ... out of the kernel's hold */
 #define UMCG_KMOVE_RUN_SHIFT	8
+
+/*
+ * umcg_thread_core(): the core @t runs on or last ran on.  A staged thread's
+ * t->core is already the core it is staged on (the kernel may run it there
+ * at any moment, and it must then find its core there); until it runs
+ * (its word reads RUNNABLE until the kernel or a pick makes it RUNNING),
+ * report the one it had before.
+ */
+int umcg_thread_core_of(const struct umcg_thread *t)
+{
+	struct umcg_thread *m = (struct umcg_thread *)t;
+
+	if ((atomic_load(&m->kmove) & UMCG_KMOVE_STAGED) &&
+	    umcg_state_of(umcg_thread_load_state(m)) == UMCG_TASK_RUNNABLE)
+		return atomic_load(&m->core_reported);
+	return atomic_load(&m->core);
+}
 
 static bool umcg_kmoves(const struct umcg_thread *t)
 {
@@ -455,7 +482,11 @@ void umcg_core_refill(struct umcg_core *c)
 	if (atomic_exchange(&c->refilling, 1))
 		return;
 	/* After the flag: umcg_stage_drop_all() waits for it or is seen. */
-	if (!atomic_load(&g->stopping) && b->stage_free(c) && (t = umcg_policy_pick(c))) {
+	if (!atomic_load(&g->stopping) && b->stage_free(c) &&
+	    (t = umcg_policy_take(c))) {
+		/* umcg_thread_core() goes on reporting where it last ran. */
+		atomic_store(&t->core_reported, atomic_load(&t->core));
+		atomic_store(&t->core, c->idx);
 		umcg_pin_to_core(t);
 		umcg_run_begin_staged(c, t);
 		b->stage(c, t);
