@@ -604,7 +604,7 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	struct umcg_group *g = self->group;
 	struct umcg_core *c;
 	uint32_t s;
-	int ret;
+	int ret, err;
 
 	ret = umcg_leave_running(self, UMCG_TASK_PARKED, true, &c);
 	if (ret)
@@ -614,16 +614,22 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	ret = umcg_wait_for_core(self, abs_ns);
 	if (ret != -ETIMEDOUT)
 		return ret;
-	/* Timed out: queue for a core unless an unpark beat us to it. */
+	/*
+	 * Timed out: queue for a core unless an unpark (or a switch to us)
+	 * beat us to it, which then woke us: return 0 for it, as if it had
+	 * come before the time-out, or it is lost.
+	 */
 	s = umcg_thread_load_state(self);
+	ret = 0;
 	while (umcg_state_of(s) == UMCG_TASK_PARKED) {
 		if (umcg_state_cas(self, &s, (s & ~UMCG_TASK_STATE_MASK) | UMCG_TASK_RUNNABLE)) {
 			umcg_make_runnable(self, -1, UMCG_ENQ_WAKEUP);
+			ret = -ETIMEDOUT;
 			break;
 		}
 	}
-	ret = umcg_wait_for_core(self, 0);
-	return ret ? ret : -ETIMEDOUT;
+	err = umcg_wait_for_core(self, 0);
+	return err ? err : ret;
 }
 
 int umcg_sched_unpark(struct umcg_thread *t, int waker_core)
