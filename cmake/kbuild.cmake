@@ -8,7 +8,7 @@
 # UMCG_KERNELS against /usr/src/linux-headers-<release>, with uapi/ on the
 # include path, as part of "all".  kbuild writes its objects next to the
 # sources, so the sources are copied into the per-release directory and a
-# Kbuild file is generated there.
+# Kbuild file is generated there; cmake/kbuild-make runs kbuild on it.
 function(umcg_add_kmod name)
 	cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES")
 	set(objs "")
@@ -25,7 +25,8 @@ function(umcg_add_kmod name)
 	else()
 		set(kbuild "obj-m := ${name}.o\n${name}-y := ${objs}\n")
 	endif()
-	string(APPEND kbuild "ccflags-y := -I${UMCG_UAPI_DIR} -Werror\n")
+	# UMCG_UAPI: set by cmake/kbuild-make.
+	string(APPEND kbuild "ccflags-y := -I$(UMCG_UAPI) -Werror\n")
 
 	foreach(rel IN LISTS UMCG_KERNELS)
 		set(out ${CMAKE_CURRENT_BINARY_DIR}/${rel})
@@ -35,7 +36,8 @@ function(umcg_add_kmod name)
 		add_custom_command(
 			OUTPUT ${out}/${name}.ko
 			COMMAND ${CMAKE_COMMAND} -E copy_if_different ${srcs} ${hdrs} ${out}
-			COMMAND make -s -C ${kdir} M=${out} modules
+			COMMAND sh ${PROJECT_SOURCE_DIR}/cmake/kbuild-make ${kdir} ${out}
+				${UMCG_UAPI_DIR} modules
 			DEPENDS ${srcs} ${hdrs} ${out}/Kbuild ${UMCG_UAPI_DIR}/umcg.h
 			WORKING_DIRECTORY ${out}
 			COMMENT "kbuild ${name}.ko for ${rel}"

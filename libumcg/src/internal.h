@@ -247,6 +247,7 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_timeout_ns);
 void *umcg_server_main(void *arg);
 void umcg_core_kick_idle(struct umcg_group *g, int core, int start);
 void umcg_lib_enter(struct umcg_thread *self);
+void umcg_reacquire(struct umcg_thread *self);
 void umcg_lib_leave(struct umcg_thread *self);
 
 /*

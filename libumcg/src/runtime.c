@@ -476,6 +476,13 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 	atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed);
 	self = umcg_lib_hold();
 	ret = -pthread_create(&t->pthread, &pa, umcg_worker_main, t);
+	/*
+	 * pthread_create() may sleep (TSan's waits for the new thread to
+	 * start) long enough for the monitor to give our core away: queue
+	 * for one again before the caller's code runs on (C1).
+	 */
+	if (self)
+		umcg_reacquire(self);
 	umcg_lib_unhold(self);
 	pthread_attr_destroy(&pa);
 	if (ret) {

@@ -646,11 +646,12 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 
 /*
  * A worker that the monitor (or the kernel) marked BLOCKED lost its core;
- * when it comes back into libumcg it queues for one again (C1, C3).  One
+ * when it comes back into libumcg, or returns from a libumcg call that
+ * slept (umcg_spawn()), it queues for one again (C1, C3).  One
  * that runs while queued (a backend with runs_unpicked released it) waits
  * for its pick.
  */
-static void umcg_reacquire(struct umcg_thread *self)
+void umcg_reacquire(struct umcg_thread *self)
 {
 	uint32_t s = umcg_thread_load_state(self);
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <uapi/umcg.h>
@@ -110,16 +113,96 @@ int umcg_test_scx_state(char *ops, size_t len)
 	return strcmp(ops, UMCG_SCX_OPS_NAME) ? -1 : 1;
 }
 
+static int umcgctl_fd = -1;
+
+int umcg_test_umcgctl_open(void)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (umcgctl_fd >= 0)
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/tools/umcgctl",
+		     umcg_test_build_dir()) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	umcgctl_fd = fd;
+	return 0;
+}
+
+int umcg_test_umcgctl_as(uid_t uid, gid_t gid, char *out, size_t len, const char *args)
+{
+	char words[512], sink[256], *argv[16] = { "umcgctl" }, *save = NULL, *w;
+	int fds[2], argc = 1, status, ret;
+	ssize_t r;
+	pid_t pid;
+
+	out[0] = '\0';
+	ret = umcg_test_umcgctl_open();
+	if (ret) {
+		snprintf(out, len, "cannot open %s/tools/umcgctl: %s\n",
+			 umcg_test_build_dir(), strerror(-ret));
+		return ret;
+	}
+	if (snprintf(words, sizeof(words), "%s", args) >= (int)sizeof(words))
+		return -E2BIG;
+	for (w = strtok_r(words, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		if (argc == 15)
+			return -E2BIG;
+		argv[argc++] = w;
+	}
+	argv[argc] = NULL;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return -errno;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		ret = -errno;
+		close(fds[0]);
+		close(fds[1]);
+		return ret;
+	}
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		dup2(fds[1], 2);
+		if (uid != (uid_t)-1 &&
+		    (setgroups(0, NULL) || setresgid(gid, gid, gid) ||
+		     setresuid(uid, uid, uid))) {
+			fprintf(stderr, "cannot become uid %d gid %d: %m\n", (int)uid, (int)gid);
+			_exit(126);
+		}
+		/* Through the descriptor: no path to walk as @uid. */
+		syscall(SYS_execveat, umcgctl_fd, "", argv, environ, AT_EMPTY_PATH);
+		fprintf(stderr, "exec umcgctl: %m\n");
+		_exit(127);
+	}
+	close(fds[1]);
+	umcg_test_read_all(fds[0], out, len);
+	while ((r = read(fds[0], sink, sizeof(sink))) != 0)
+		if (r < 0 && errno != EINTR)
+			break;
+	close(fds[0]);
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 int umcg_test_umcgctl(const char *verb, bool quiet)
 {
-	char cmd[PATH_MAX + 128];
+	static char out[16384];
+	int ret = umcg_test_umcgctl_as((uid_t)-1, (gid_t)-1, out, sizeof(out), verb);
 
-	snprintf(cmd, sizeof(cmd), "%s/tools/umcgctl %s 2>&1 %s",
-		 umcg_test_build_dir(), verb,
-		 quiet ? "> /dev/null" : "| sed 's/^/# /'");
+	for (char *line = out, *nl; !quiet && *line; line = nl + 1) {
+		nl = strchrnul(line, '\n');
+		printf("# %.*s\n", (int)(nl - line), line);
+		if (!*nl)
+			break;
+	}
 	fflush(stdout);
-	fflush(stderr);
-	return system(cmd);
+	return ret;
 }
 
 const char *umcg_test_scx_get(bool *loaded)

@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /*
  * The build directory: $UMCG_BUILD_DIR (set by tools/umcg-vm), else two
@@ -48,9 +49,28 @@ int umcg_test_kmod_loaded(const char *name);
 int umcg_test_scx_state(char *ops, size_t len);
 
 /*
- * Run this build's "tools/umcgctl @verb" (a shell command line: the verb
- * may carry arguments), its output as TAP comments ("# ...") on stdout, or
- * discarded when @quiet.  Returns system()'s status (0: it succeeded).
+ * Open this build's tools/umcgctl (O_PATH) for umcg_test_umcgctl_as(),
+ * once per process; later calls return 0 at once.  The first call must be
+ * made by a user that can reach the file (root): the others run it
+ * through this descriptor, so they need no search permission on the
+ * checkout's directories (a clone in /root, mode 0700).  0 or -errno.
+ */
+int umcg_test_umcgctl_open(void);
+
+/*
+ * Run this build's umcgctl with @args (words separated by spaces, no
+ * quoting), as @uid and @gid without supplementary groups unless @uid is
+ * (uid_t)-1, its standard output and error into @out (@len bytes, NUL
+ * terminated; what does not fit is read and dropped).  Returns its exit
+ * status, 128 + the signal that killed it, or -errno (@out says why).
+ */
+int umcg_test_umcgctl_as(uid_t uid, gid_t gid, char *out, size_t len, const char *args);
+
+/*
+ * Run this build's "umcgctl @verb" (@verb may carry arguments, as for
+ * umcg_test_umcgctl_as()), its output as TAP comments ("# ...") on stdout,
+ * or discarded when @quiet.  Returns its exit status (0: it succeeded), or
+ * -errno when it could not be run.
  */
 int umcg_test_umcgctl(const char *verb, bool quiet);
 

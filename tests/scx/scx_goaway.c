@@ -201,17 +201,6 @@ static int ga_child(int ready_fd, int gone_fd)
 	return umcg_fini() ? 1 : 0;
 }
 
-/* Run this build's umcgctl @verb, its output as TAP comments; its status. */
-static int ga_umcgctl(const char *verb)
-{
-	char cmd[PATH_MAX + 64];
-
-	snprintf(cmd, sizeof(cmd), "%s/tools/umcgctl %s 2>&1 | sed 's/^/# /'",
-		 umcg_test_build_dir(), verb);
-	fflush(stdout);
-	return system(cmd);
-}
-
 static bool ga_enabled(void)
 {
 	char state[32] = "";
@@ -256,7 +245,7 @@ static bool ga_prepare(struct __test_metadata *_metadata)
 	if (geteuid())
 		SKIP(return false, "loading the scheduler needs root");
 	if (!ga_enabled())
-		ga_umcgctl("load");
+		umcg_test_umcgctl("load", false);
 	return ga_enabled();
 }
 
@@ -264,8 +253,8 @@ static bool ga_prepare(struct __test_metadata *_metadata)
 static void ga_reload(void)
 {
 	if (!access("/sys/kernel/sched_ext", F_OK) && !ga_enabled()) {
-		ga_umcgctl("unload");
-		ga_umcgctl("load");
+		umcg_test_umcgctl("unload", false);
+		umcg_test_umcgctl("load", false);
 	}
 }
 
@@ -328,15 +317,15 @@ TEST_F_TIMEOUT(ga, work_finishes, 280)
 			dprintf(fd, "umcg-vm: expect scx_bpf_error\n");
 			close(fd);
 		}
-		ga_umcgctl("eject --error");
+		umcg_test_umcgctl("eject --error", false);
 	} else {
-		ga_umcgctl("unload");
+		umcg_test_umcgctl("unload", false);
 	}
 	for (int i = 0; i < 1000 && ga_enabled(); i++)
 		usleep(10 * 1000);
 	ASSERT_FALSE(ga_enabled()) TH_LOG("the scheduler is still enabled");
 	if (variant->how == GA_RELOAD) {
-		ga_umcgctl("load");
+		umcg_test_umcgctl("load", false);
 		ASSERT_TRUE(ga_enabled()) TH_LOG("the scheduler did not load again");
 	}
 	gone_ns = ga_now_ns();

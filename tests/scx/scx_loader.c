@@ -20,7 +20,6 @@
 #include <grp.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -42,11 +41,6 @@
 
 #ifndef SCHED_EXT
 #define SCHED_EXT	7
-#endif
-
-/* Set by tests/scx/CMakeLists.txt: the umcgctl of this build. */
-#ifndef UMCGCTL_PATH
-#error "UMCGCTL_PATH is not set"
 #endif
 
 /* The unprivileged user of the checks: nobody. */
@@ -75,50 +69,9 @@ static int drop_to(uid_t uid, gid_t gid)
 	return 0;
 }
 
-/*
- * Run "umcgctl ARG..." (NULL-terminated), as user @uid if it is not -1,
- * with its standard output and error in @out (OUT_LEN bytes).  Returns its
- * exit status, 128 + the signal that killed it, or -errno.
- */
-static int ctl_as(uid_t uid, char *out, ...)
-{
-	char *argv[16] = { UMCGCTL_PATH };
-	int fds[2], argc = 1, status;
-	va_list ap;
-	pid_t pid;
-
-	va_start(ap, out);
-	while (argc < 15 && (argv[argc] = va_arg(ap, char *)))
-		argc++;
-	va_end(ap);
-	argv[argc] = NULL;
-
-	if (pipe2(fds, O_CLOEXEC))
-		return -errno;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		dup2(fds[1], 2);
-		if (uid != (uid_t)-1 && drop_to(uid, uid)) {
-			fprintf(stderr, "cannot become uid %d: %m\n", uid);
-			_exit(126);
-		}
-		execv(argv[0], argv);
-		fprintf(stderr, "exec %s: %m\n", argv[0]);
-		_exit(127);
-	}
-	close(fds[1]);
-	umcg_test_read_all(fds[0], out, OUT_LEN);
-	close(fds[0]);
-	if (waitpid(pid, &status, 0) < 0)
-		return -errno;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-#define ctl(out, ...)	ctl_as((uid_t)-1, out, __VA_ARGS__, NULL)
+/* "umcgctl ARGS" as root, or as nobody; see umcg_test_umcgctl_as(). */
+#define ctl(out, args)		umcg_test_umcgctl_as((uid_t)-1, (gid_t)-1, out, OUT_LEN, args)
+#define ctl_nobody(out, args)	umcg_test_umcgctl_as(NOBODY, NOBODY, out, OUT_LEN, args)
 
 /* The value of counter @name in "umcgctl stats" output, or -1. */
 static long long stat_value(const char *out, const char *name)
@@ -277,12 +230,12 @@ TEST_F_TIMEOUT(loader, load_status_stats_unload, 120)
 	ASSERT_GE(running1 - running0, NR_ROUNDS);
 	ASSERT_GE(enable1 - enable0, 1);
 
-	ret = ctl(self->out, "stats", "-v");
+	ret = ctl(self->out, "stats -v");
 	ASSERT_EQ(0, ret) TH_LOG("stats -v: %s", self->out);
 	ASSERT_NE(NULL, strstr(self->out, "cpu0"));
 	ASSERT_LE(running1, stat_value(self->out, "running"));
 
-	ret = ctl(self->out, "stats", "--interval", "1", "--count", "2");
+	ret = ctl(self->out, "stats --interval 1 --count 2");
 	ASSERT_EQ(0, ret) TH_LOG("stats --interval: %s", self->out);
 	ASSERT_NE(NULL, strstr(self->out, "change"));
 
@@ -383,20 +336,20 @@ TEST_F_TIMEOUT(loader, unprivileged_readers, 120)
 	ASSERT_TRUE(WIFEXITED(status));
 	ASSERT_EQ(0, WEXITSTATUS(status)) TH_LOG("nobody's BPF_OBJ_GET checks failed");
 
-	ret = ctl_as(NOBODY, self->out, "status", NULL);
+	ret = ctl_nobody(self->out, "status");
 	TH_LOG("status as nobody: %s", self->out);
 	ASSERT_EQ(0, ret);
-	ret = ctl_as(NOBODY, self->out, "stats", NULL);
+	ret = ctl_nobody(self->out, "stats");
 	TH_LOG("stats as nobody: %s", self->out);
 	ASSERT_EQ(0, ret);
 	ASSERT_LE(0, stat_value(self->out, "running"));
 
-	ret = ctl_as(NOBODY, self->out, "unload", NULL);
+	ret = ctl_nobody(self->out, "unload");
 	ASSERT_EQ(5, ret) TH_LOG("unload as nobody: %s", self->out);
-	ret = ctl_as(NOBODY, self->out, "load", NULL);
+	ret = ctl_nobody(self->out, "load");
 	ASSERT_EQ(5, ret) TH_LOG("load as nobody: %s", self->out);
 	ASSERT_NE(NULL, strstr(self->out, "must run as root"));
-	ret = ctl_as(NOBODY, self->out, "eject", NULL);
+	ret = ctl_nobody(self->out, "eject");
 	ASSERT_EQ(5, ret) TH_LOG("eject as nobody: %s", self->out);
 	ASSERT_EQ(0, ctl(self->out, "status"));
 }

@@ -94,27 +94,14 @@ struct ux_run {
 	_Atomic int err;
 };
 
-/* Run "umcgctl ARGS" (a shell word list), its output into @out; its status. */
+/*
+ * Run "umcgctl ARGS" (words), its output into @out; its status.  The
+ * child that dropped to nobody runs it through the descriptor the test
+ * opened as root (umcg_test_umcgctl_open()), wherever the build is.
+ */
 static int ux_ctl(char *out, size_t len, const char *args)
 {
-	char cmd[PATH_MAX + 256];
-	size_t n = 0;
-	FILE *p;
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "%s/tools/umcgctl %s 2>&1", umcg_test_build_dir(),
-		 args);
-	fflush(NULL);
-	p = popen(cmd, "r");
-	if (!p)
-		return -errno;
-	while (n < len - 1 && fgets(out + n, len - n, p))
-		n += strlen(out + n);
-	out[n] = '\0';
-	while (fgetc(p) != EOF)
-		;
-	st = pclose(p);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return umcg_test_umcgctl_as((uid_t)-1, (gid_t)-1, out, len, args);
 }
 
 /* Become @uid/@gid for good, no supplementary groups, no capabilities. */
@@ -411,6 +398,8 @@ FIXTURE_SETUP(ux)
 		SKIP(return, "no sched_ext in this kernel");
 	if (geteuid())
 		SKIP(return, "loading the scheduler needs root");
+	/* As root: nobody's children run umcgctl through it (ux_ctl()). */
+	ASSERT_EQ(0, umcg_test_umcgctl_open());
 	self->was_loaded = umcg_scx_pinned(UMCG_SCX_PIN_DIR) == 1;
 	if (self->was_loaded) {
 		if (umcg_scx_pinned_access(UMCG_SCX_PIN_DIR, &self->was))

@@ -194,6 +194,39 @@ static int append_preload(const char *lib)
 	return ret;
 }
 
+/*
+ * LD_PRELOAD splits at ':' and ' ', with no escape: for a @lib whose
+ * directory has a space (a checkout at "/var/tmp/with space"), put the
+ * directory in front of LD_LIBRARY_PATH (split at ':' and ';' only) and
+ * cut @lib down to its file name, which the dynamic linker then finds
+ * there.  0, -EINVAL when neither way can hold it, or -errno.
+ */
+static int preload_name(char *lib)
+{
+	const char *old = getenv("LD_LIBRARY_PATH");
+	char *slash = strrchr(lib, '/'), *val;
+	int ret;
+
+	if (!strpbrk(lib, ": "))
+		return 0;
+	if (!slash || strpbrk(slash + 1, ": "))
+		return -EINVAL;
+	*slash = '\0';
+	if (strpbrk(lib, ":;")) {
+		*slash = '/';
+		return -EINVAL;
+	}
+	if (asprintf(&val, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "") < 0)
+		return -ENOMEM;
+	ret = setenv("LD_LIBRARY_PATH", val, 1) ? -errno : 0;
+	free(val);
+	if (!ret)
+		memmove(lib, slash + 1, strlen(slash + 1) + 1);
+	else
+		*slash = '/';
+	return ret;
+}
+
 static int set_env_u64(const char *name, uint64_t v)
 {
 	char buf[32];
@@ -344,8 +377,12 @@ int main(int argc, char **argv)
 			UMCG_RUN_PRELOAD_NAME, UMCG_RUN_ENV_PRELOAD, PROG, UMCG_RUN_INSTALL_PATH);
 		return EXIT_SETUP;
 	}
-	if (strpbrk(lib, ": ")) {
-		fprintf(stderr, PROG ": %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", lib);
+	ret = preload_name(lib);
+	if (ret) {
+		fprintf(stderr, PROG ": %s: cannot be preloaded: %s\n", lib,
+			ret == -EINVAL ? "LD_PRELOAD and LD_LIBRARY_PATH cannot hold a "
+			"directory with ':' or ';', or a file name with ':' or ' '" :
+			strerror(-ret));
 		return EXIT_SETUP;
 	}
 

@@ -177,31 +177,24 @@ static void *c1_spawner_main(void *arg)
 	struct c1_spawner *sp = arg;
 	struct c1_run *r = sp->run;
 	/*
-	 * Spawning is work on a core too: count it like a slice.  Except
-	 * with a kernel backend, where pthread_create() may sleep in the
-	 * kernel and so rightly hand the core on: there only the busy loops
-	 * between the spawns are counted.
+	 * Only the busy loops between the spawns are counted, each on the
+	 * core the spawner has then: pthread_create() may sleep in the
+	 * kernel (TSan's waits for the new thread to start), and then the
+	 * core rightly goes on (C2) and the spawner queues for one again.
 	 */
-	bool whole = !ct_kernel_backend();
 	umcg_thread_t *t[C1_WORKERS];
-	int core = -1;
+	int core;
 
-	if (whole)
-		core = c1_enter(r);
 	for (int i = 0; i < C1_WORKERS; i++) {
 		struct umcg_attr a = ct_attr(i % (int)r->nr_cores);
 
 		sp->ret = umcg_spawn(&t[i], &a, c1_worker, r);
 		if (sp->ret)
 			break;
-		if (!whole)
-			core = c1_enter(r);
+		core = c1_enter(r);
 		ct_spin_ns(C1_SLICE_NS / 4);
-		if (!whole)
-			c1_leave(r, core);
-	}
-	if (whole)
 		c1_leave(r, core);
+	}
 	if (sp->ret)
 		return NULL;
 	/* The joining worker gives its core up: it does not count. */

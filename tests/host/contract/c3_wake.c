@@ -164,10 +164,15 @@ TEST_F(c3, woken_worker_waits_for_the_policy)
 	}
 	ASSERT_TRUE(CT_WAIT(atomic_load(&r->b_returned), 2000));
 
-	/* B's next libumcg call: RUNNABLE, handed to the policy as a wake-up. */
-	EXPECT_TRUE(CT_WAIT(umcg_thread_state(b) == UMCG_STATE_RUNNABLE, 2000))
-		TH_LOG("B state %d", umcg_thread_state(b));
-	EXPECT_EQ(UMCG_ENQ_NEW | UMCG_ENQ_WAKEUP, ct_enq_flags(b));
+	/*
+	 * B's next libumcg call: RUNNABLE, handed to the policy as a wake-up.
+	 * B's state turns RUNNABLE before its enqueue (umcg_reacquire():
+	 * the state CAS, then umcg_make_runnable()), so wait for both.
+	 */
+	EXPECT_TRUE(CT_WAIT(umcg_thread_state(b) == UMCG_STATE_RUNNABLE &&
+			    ct_enq_flags(b) == (UMCG_ENQ_NEW | UMCG_ENQ_WAKEUP), 2000))
+		TH_LOG("B state %d, enqueue flags %#lx", umcg_thread_state(b),
+		       (unsigned long)ct_enq_flags(b));
 
 queued:
 	/* ... and it stays queued while A owns the core. */

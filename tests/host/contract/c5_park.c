@@ -8,7 +8,8 @@
  * main thread and from a plain pthread, and not before; park_timeout
  * returns -ETIMEDOUT no earlier than its timeout, or 0 when unparked first;
  * umcg_sleep_ns sleeps at least its time, PARKED (not BLOCKED), while the
- * core runs others, and an unpark during it stays a permit; yield
+ * core runs others, and an unpark during it stays a permit; an unpark as
+ * park_timeout times out is not lost; yield
  * alternates exactly and a lone worker's yield gives nothing away;
  * NEW/RUNNABLE/RUNNING/PARKED/DONE read right at each step, with core -1
  * before the first run; join returns the worker's value, from main and from
@@ -250,6 +251,52 @@ TEST_F(c5, park_timeout_unparked_first)
 	ASSERT_EQ(0, ct_join(w, NULL, 2000));
 	EXPECT_EQ(0, atomic_load(&r->parked_ret));
 	EXPECT_GT(timeout, atomic_load(&r->t1));
+}
+
+/*
+ * An unpark that lands as park_timeout() times out is not lost: each of
+ * C5_RACE_ROUNDS unparks, sent about when the worker's 1 ms park times
+ * out, makes exactly one park_timeout() return 0 (that one, or the next
+ * through the permit).
+ */
+#define C5_RACE_ROUNDS	300
+
+static void *c5_race_parker(void *arg)
+{
+	struct c5_run *r = arg;
+	uint64_t end = ct_now_ns() + 20000 * CT_MS * CT_SLOW;
+
+	while (atomic_load(&r->counter) < C5_RACE_ROUNDS && ct_now_ns() < end) {
+		int ret = umcg_park_timeout(1 * CT_MS);
+
+		if (ret == 0)
+			atomic_fetch_add(&r->counter, 1);
+		else if (ret != -ETIMEDOUT)
+			c5_error(r, ret);
+	}
+	return NULL;
+}
+
+TEST_F(c5, unpark_as_the_timeout_ends_is_not_lost)
+{
+	struct c5_run *r = &self->run;
+	umcg_thread_t *w;
+
+	ASSERT_EQ(0, umcg_spawn(&w, NULL, c5_race_parker, r));
+	for (int i = 0; i < C5_RACE_ROUNDS; i++) {
+		long before = atomic_load(&r->counter);
+
+		ASSERT_TRUE(CT_WAIT(umcg_thread_state(w) == UMCG_STATE_PARKED, 2000));
+		usleep(800 + (i % 5) * 100);
+		ASSERT_EQ(0, umcg_unpark(w));
+		/* One unpark at a time: the next waits until this one counted. */
+		ASSERT_TRUE(CT_WAIT(atomic_load(&r->counter) > before, 2000))
+			TH_LOG("round %d: the unpark was lost (%ld returns of 0)", i,
+			       atomic_load(&r->counter));
+	}
+	ASSERT_EQ(0, ct_join(w, NULL, 5000));
+	EXPECT_EQ(C5_RACE_ROUNDS, atomic_load(&r->counter));
+	EXPECT_EQ(0, atomic_load(&r->err)) TH_LOG("line %d", atomic_load(&r->err_line));
 }
 
 /* --- sleep ------------------------------------------------------------ */

@@ -320,11 +320,18 @@ FIXTURE_TEARDOWN(steal)
 		EXPECT_EQ(0, umcg_fini());
 }
 
+/*
+ * 5 slices; then, while core 1 has run nothing yet (its server may be slow
+ * to get a CPU on a loaded machine, under TSan), more, for at most 2 s:
+ * that core 1 steals must not depend on timing.
+ */
 static void *p_busy(void *arg)
 {
 	struct p_arg *a = arg;
+	uint64_t deadline = ct_now_ns() + 2000 * CT_MS;
 
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k < 5 || (atomic_load(&a->r->cores_used) != 3U &&
+				  ct_now_ns() < deadline); k++) {
 		atomic_fetch_or(&a->r->cores_used, 1U << umcg_thread_core(umcg_self()));
 		ct_spin_ns(2 * CT_MS);
 		umcg_yield();

@@ -176,8 +176,11 @@ part_c1() {
 		check 0 "^early=ok$" "$run" --cores 1 -- "$early"
 	fi
 	if preload_skip "bad environment"; then :; else
+		# By file name, from LD_LIBRARY_PATH: LD_PRELOAD splits a
+		# path with a space (as umcg-run does it then).
 		check 2 "bad UMCG_RUN_CORES='many'" \
-			env UMCG_RUN_CORES=many LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$lib" "$load"
+			env UMCG_RUN_CORES=many LD_LIBRARY_PATH="$(dirname "$lib")" \
+			LD_PRELOAD="${LD_PRELOAD:+$LD_PRELOAD:}$(basename "$lib")" "$load"
 	fi
 }
 
