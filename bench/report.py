@@ -296,7 +296,12 @@ WHY = [
     "With kmod the library stages the core's next worker (here B, unparked "
     "while A owns the core) and the module's hook runs it when A blocks: one "
     "context switch, the server not woken (kernel hand-offs/block says how "
-    "many blocks went so). The scx scheduler has no staged worker yet: its "
+    "many blocks went so). Its time is still more than one switch_to's: the "
+    "gap runs from just before A's read() to B back in its own code, so it "
+    "also holds the read()'s way into the kernel and B's way out of "
+    "UMCG_IOC_WAIT and umcg_park() (the core's owner recorded under its lock), "
+    "where a switch_to is one ioctl; not profiled yet. The scx scheduler has "
+    "no staged worker yet: its "
     "block goes to the core's server first (the doorbell, a wake-up and "
     "context switch), which asks the policy and wakes the next worker (a "
     "second one), with a BPF program run and several system calls between.",
