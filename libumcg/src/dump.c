@@ -27,6 +27,11 @@ int umcg_stats(struct umcg_stats *st)
 		return -EINVAL;
 	if (!g)
 		return -ESRCH;
+	/*
+	 * live first: a worker counts itself exited, then not live (a
+	 * release), so a @live read here covers every exit it no longer counts.
+	 */
+	st->live = atomic_load_explicit(&g->stats.live, memory_order_acquire);
 	st->spawned = atomic_load(&g->stats.spawned);
 	st->exited = atomic_load(&g->stats.exited);
 	st->switches = st->yields = st->parks = 0;
@@ -39,7 +44,6 @@ int umcg_stats(struct umcg_stats *st)
 	st->preempts = atomic_load(&g->stats.preempts);
 	st->steals = atomic_load(&g->stats.steals);
 	st->handoffs = atomic_load(&g->stats.handoffs);
-	st->live = atomic_load(&g->stats.live);
 	return 0;
 }
 
