@@ -450,6 +450,12 @@ static struct umcg_thread *umcg_core_unstage(struct umcg_core *c, struct umcg_th
 
 	if (!b->unstage)
 		return NULL;
+	/*
+	 * Nothing staged and no hand-off to record: no lock.  A stage made
+	 * after this load is one made after the call, as with the lock.
+	 */
+	if (b->stage_free(c))
+		return NULL;
 	pthread_mutex_lock(&c->lock);
 	umcg_core_sync_locked(c);
 	t = b->unstage(c, want);
