@@ -144,7 +144,8 @@ void umcg_group_put_atomic(struct umcg_group *grp)
 /* Is the caller a thread of the process @grp is bound to? */
 bool umcg_group_owned(const struct umcg_group *grp)
 {
-	struct mm_struct *mm = READ_ONCE(grp->mm);
+	/* Pairs with umcg_group_bind()'s release: then @tgid is set. */
+	struct mm_struct *mm = smp_load_acquire(&grp->mm);
 
 	return mm && mm == current->mm && grp->tgid == task_tgid(current);
 }

@@ -27,6 +27,8 @@
 #include <linux/errno.h>
 #include <linux/fs.h>
 #include <linux/minmax.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/stddef.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -104,6 +106,9 @@ static long umcg_task_register(struct file *file, void __user *uarg,
 		return -EINVAL;
 	if (memchr_inv(args.reserved, 0, sizeof(args.reserved)))
 		return -EINVAL;
+	/* A dying thread would stay registered, a server a dead poke target. */
+	if ((current->flags & PF_EXITING) || fatal_signal_pending(current))
+		return -ESRCH;
 
 	ret = umcg_task_add(file->private_data, &args, &args.task_off);
 	if (ret)

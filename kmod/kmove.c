@@ -16,7 +16,7 @@
  *                           preemption off, interrupts on, RCU-sched
  *   umcg_task_resume()      task work (TWA_RESUME) in the worker on its
  *                           way back to user space: sleepable
- *   umcg_task_preempted()   task work (TWA_SIGNAL) likewise
+ *   umcg_task_preempted()   task work (TWA_RESUME) likewise
  *   umcg_worker_preempt()   UMCG_IOC_PREEMPT, another thread, RCU
  *
  * Every move of a slot's state word is made by the slot's own thread (the
@@ -28,14 +28,30 @@
  * sleeps in a umcg wait (or is on its way into one, in libumcg), so it
  * makes no move of its own meanwhile.
  *
- * Why the wait to be picked is TASK_KILLABLE: task_work_run() runs work
- * queued by a running callback before it returns, so a callback cannot
- * end an interruptible wait on a signal and be run again after the signal
- * is delivered (it would spin until picked).  Non-fatal signals therefore
- * wait until the worker is picked; fatal ones end the wait.  TASK_KILLABLE
- * sleeps are not reported by the hung-task detector.
+ * The wait to be picked (umcg_hold()) runs inside task_work_run(), which
+ * runs work queued by a running callback before it returns: a callback
+ * cannot let a signal be delivered and re-queue itself to wait again (it
+ * would spin until picked).  So the wait defers what it can and leaves
+ * only for what must not wait:
  *
- * References: a queued task work holds one on the group (so the slot and
+ *   - blockable signals: blocked for the wait's duration (sigprocmask(),
+ *     which hands process-wide ones to other threads); delivered once the
+ *     worker is picked;
+ *   - TWA_SIGNAL task work of others (io_uring): TIF_NOTIFY_SIGNAL is
+ *     cleared, the work runs when this callback returns;
+ *   - the system-suspend freezer (and cgroup v1's): the sleep is
+ *     TASK_INTERRUPTIBLE | TASK_FREEZABLE, frozen where it sleeps;
+ *   - fatal signals end the hold for good;
+ *   - what only get_signal() does by stopping the thread (cgroup v2's
+ *     freezer trap, a group stop, SIGSTOP, ptrace traps): the hold is left
+ *     with the word still RUNNABLE and @rehold set; the hook sees the stop's
+ *     sleep (the word reads RUNNABLE) and queues the resume work again,
+ *     which holds the worker again when the stop ends (from the freezer
+ *     trap's own task_work_run(), or on the way out).  If the stop is called
+ *     off before the thread reached it, the thread returns to user space
+ *     RUNNABLE and is held again at its next sleep.
+ *
+  * References: a queued task work holds one on the group (so the slot and
  * its wait queue live until it ran) and is counted in umcg_nr_works.  It
  * cannot be cancelled (task_work_cancel() is not exported); it runs at the
  * latest when its thread exits (PF_EXITING, then it only drops its
@@ -45,7 +61,10 @@
 #include <linux/bitops.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
+#include <linux/freezer.h>
+#include <linux/sched/jobctl.h>
 #include <linux/sched/signal.h>
+#include <linux/signal.h>
 #include <linux/spinlock.h>
 #include <linux/task_work.h>
 #include <linux/timekeeping.h>
@@ -75,9 +94,25 @@ void umcg_wake_slot(struct umcg_group *grp, unsigned int idx, int wake_flags)
 }
 
 /*
+ * Is server slot @idx of @grp's thread alive, not exiting?  A server that
+ * exits registered keeps its slot until a later REGISTER reaps it; it must
+ * not be poked (nobody would serve the event) nor handed off through.
+ * grp->server_lock held (preemption off: an RCU-sched reader, and the slot's
+ * struct pid is put only after a grace period).
+ */
+static bool umcg_server_live(struct umcg_group *grp, unsigned int idx)
+{
+	struct pid *pid = READ_ONCE(grp->slots[idx].pid);
+	struct task_struct *tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
+
+	return tsk && !(READ_ONCE(tsk->flags) & PF_EXITING);
+}
+
+/*
  * The slot index of the server the kernel pokes about worker @slot: the
- * one in its server_tid if that is a registered server of the group, else
- * (@exact false) the group's first; -1 if none.  grp->server_lock held.
+ * one in its server_tid if that is a live registered server of the group,
+ * else (@exact false) the group's first live one; -1 if none.
+ * grp->server_lock held.
  */
 static int umcg_server_of(struct umcg_slot *slot, bool exact)
 {
@@ -86,9 +121,15 @@ static int umcg_server_of(struct umcg_slot *slot, bool exact)
 	unsigned int i;
 
 	for (i = 0; i < grp->nr_servers; i++)
-		if (grp->slots[grp->servers[i]].tid == stid)
+		if (grp->slots[grp->servers[i]].tid == stid &&
+		    umcg_server_live(grp, grp->servers[i]))
 			return grp->servers[i];
-	return !exact && grp->nr_servers ? grp->servers[0] : -1;
+	if (exact)
+		return -1;
+	for (i = 0; i < grp->nr_servers; i++)
+		if (umcg_server_live(grp, grp->servers[i]))
+			return grp->servers[i];
+	return -1;
 }
 
 /*
@@ -132,10 +173,12 @@ static void umcg_event(struct umcg_slot *slot)
 static bool umcg_slot_stageable(struct umcg_group *grp, u32 idx)
 {
 	struct umcg_slot *slot = &grp->slots[idx];
+	/* Pairs with umcg_task_add()'s release: its pid, flags, word. */
+	struct task_struct *owner = smp_load_acquire(&slot->task);
 	struct pid *pid = READ_ONCE(slot->pid);
 	struct task_struct *tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
 
-	return tsk && tsk == READ_ONCE(slot->task) &&
+	return tsk && tsk == owner &&
 	       READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER &&
 	       !(tsk->flags & PF_EXITING) &&
 	       umcg_state_of(READ_ONCE(grp->tasks[idx].state)) ==
@@ -245,6 +288,15 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 	/* Asleep in a umcg wait: whatever the word says, not a block. */
 	if (READ_ONCE(slot->in_wait))
 		return;
+	/* A hold left for a stop (the freezer, SIGSTOP): hold again after. */
+	if (READ_ONCE(slot->rehold) && !(current->flags & PF_EXITING)) {
+		if (umcg_state_of(s) == UMCG_TASK_RUNNABLE) {
+			umcg_work_queue(slot, current, &slot->resume_work,
+					UMCG_WORK_RESUME, TWA_RESUME);
+			return;
+		}
+		WRITE_ONCE(slot->rehold, false);	/* picked meanwhile */
+	}
 	if (current->flags & PF_EXITING) {
 		do {
 			if (umcg_state_of(s) != UMCG_TASK_RUNNING &&
@@ -270,22 +322,71 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 			TWA_RESUME);
 }
 
-/*
- * Sleep until the library moves current's word (slot @slot) off RUNNABLE,
- * a fatal signal, or the group's file is released (nobody is left to
- * pick it: it runs on unmanaged).
- */
-static void umcg_wait_picked(struct umcg_slot *slot)
+/* Is the wait to be picked of @slot over: picked, or nobody left to pick? */
+static bool umcg_hold_over(struct umcg_slot *slot)
 {
-	struct umcg_task *task = &slot->grp->tasks[slot->idx];
+	return umcg_state_of(READ_ONCE(slot->grp->tasks[slot->idx].state)) !=
+	       UMCG_TASK_RUNNABLE || READ_ONCE(slot->grp->dying);
+}
 
+/*
+ * current, woken in the wait to be picked with a signal pending and all
+ * blockable signals blocked: must it leave for get_signal(), which will
+ * stop it (the cgroup v2 freezer's trap, a group stop, ptrace)?  If not,
+ * mute what woke it (a freezer's fake signal, the flag of a frozen task
+ * that was thawed, TWA_SIGNAL work of others) so that it can sleep on; a
+ * fatal signal is left alone.  The checks and the clearing are under
+ * siglock, as senders set TIF_SIGPENDING and jobctl under it.
+ */
+static bool umcg_hold_must_stop(void)
+{
+	struct task_struct *t = current;
+	bool stop;
+
+	spin_lock_irq(&t->sighand->siglock);
+	stop = (t->jobctl & (JOBCTL_PENDING_MASK | JOBCTL_TRAP_FREEZE)) ||
+	       sigismember(&t->pending.signal, SIGSTOP) ||
+	       sigismember(&t->signal->shared_pending.signal, SIGSTOP);
+	if (!stop && !__fatal_signal_pending(t)) {
+		clear_thread_flag(TIF_SIGPENDING);
+		/* Queued task works run when this callback returns. */
+		clear_thread_flag(TIF_NOTIFY_SIGNAL);
+	}
+	spin_unlock_irq(&t->sighand->siglock);
+	return stop;
+}
+
+/*
+ * The wait to be picked of current, worker @slot: sleep until the library
+ * moves its word off RUNNABLE, a fatal signal, or the group's file is
+ * released (nobody is left to pick it: it runs on unmanaged).  Returns
+ * true when it left for a stop instead (see the top of this file): the
+ * word still reads RUNNABLE and @slot->rehold is set.
+ */
+static bool umcg_hold(struct umcg_slot *slot)
+{
+	struct wait_queue_head *wq = &slot->grp->waitq[slot->idx];
+	sigset_t all, saved;
+	bool stop = false;
+
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &saved);
 	/* Picked between the check and schedule(): no block (see wait.c). */
 	WRITE_ONCE(slot->in_wait, true);
-	wait_event_killable(slot->grp->waitq[slot->idx],
-			    umcg_state_of(READ_ONCE(task->state)) !=
-			    UMCG_TASK_RUNNABLE ||
-			    READ_ONCE(slot->grp->dying));
+	for (;;) {
+		if (!wait_event_freezable(*wq, umcg_hold_over(slot)) ||
+		    fatal_signal_pending(current))
+			break;
+		if (umcg_hold_must_stop()) {
+			WRITE_ONCE(slot->rehold, true);
+			stop = true;
+			break;
+		}
+	}
 	WRITE_ONCE(slot->in_wait, false);
+	/* Signals that came meanwhile are delivered now. */
+	sigprocmask(SIG_SETMASK, &saved, NULL);
+	return stop;
 }
 
 /*
@@ -301,21 +402,29 @@ static bool umcg_work_valid(struct umcg_slot *slot)
 	       !fatal_signal_pending(current);
 }
 
-/* TWA_RESUME work queued at block time: BLOCKED -> RUNNABLE, then wait. */
+/*
+ * TWA_RESUME work queued at block time: BLOCKED -> RUNNABLE, then wait;
+ * or queued by the hook after a hold was left for a stop: wait again.
+ */
 static void umcg_task_resume(struct callback_head *work)
 {
 	struct umcg_slot *slot = container_of(work, struct umcg_slot,
 					      resume_work);
 	struct umcg_task *task = &slot->grp->tasks[slot->idx];
+	bool rehold = READ_ONCE(slot->rehold);
 	u32 s;
 
+	WRITE_ONCE(slot->rehold, false);
 	if (umcg_work_valid(slot)) {
 		s = READ_ONCE(task->state);
+		/* Held before a stop, and not picked since: hold again. */
+		if (rehold && umcg_state_of(s) == UMCG_TASK_RUNNABLE)
+			umcg_hold(slot);
 		while (umcg_state_of(s) == UMCG_TASK_BLOCKED) {
 			if (umcg_move(task, &s, UMCG_TASK_RUNNABLE, 0)) {
 				WRITE_ONCE(task->woken_ns, ktime_get_ns());
 				umcg_event(slot);
-				umcg_wait_picked(slot);
+				umcg_hold(slot);
 				break;
 			}
 		}
@@ -323,7 +432,7 @@ static void umcg_task_resume(struct callback_head *work)
 	umcg_work_done(slot, UMCG_WORK_RESUME);
 }
 
-/* TWA_SIGNAL work of UMCG_IOC_PREEMPT: RUNNING|PREEMPT -> RUNNABLE. */
+/* TWA_RESUME work of UMCG_IOC_PREEMPT: RUNNING|PREEMPT -> RUNNABLE. */
 static void umcg_task_preempted(struct callback_head *work)
 {
 	struct umcg_slot *slot = container_of(work, struct umcg_slot,
@@ -338,7 +447,7 @@ static void umcg_task_preempted(struct callback_head *work)
 			if (umcg_move(task, &s, UMCG_TASK_RUNNABLE,
 				      UMCG_TF_PREEMPT)) {
 				umcg_event(slot);
-				umcg_wait_picked(slot);
+				umcg_hold(slot);
 				break;
 			}
 		}
@@ -349,21 +458,25 @@ static void umcg_task_preempted(struct callback_head *work)
 /*
  * UMCG_IOC_PREEMPT of @slot (a worker, found under rcu_read_lock()): make
  * it run the preempt work at its next return to user space, interrupting
- * it if it runs user code now.  Only a worker whose word reads RUNNING is
- * asked.  The task is reached through its struct pid, which RCU keeps
+ * it if it runs user code now (TWA_RESUME kicks a running task with an
+ * IPI; unlike TWA_SIGNAL it does not cut short a sleep the worker is in,
+ * such as an epoll_wait() of library code).  Only a worker whose word
+ * reads RUNNING is asked.  The task is reached through its struct pid, which RCU keeps
  * valid (task.c defers the slot's puts past a grace period).
  */
 void umcg_worker_preempt(struct umcg_slot *slot)
 {
 	struct umcg_task *task = &slot->grp->tasks[slot->idx];
+	/* Pairs with umcg_task_add()'s release, as umcg_slot_stageable(). */
+	struct task_struct *owner = smp_load_acquire(&slot->task);
 	struct pid *pid = READ_ONCE(slot->pid);
 	struct task_struct *tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
 
-	if (!tsk || tsk != READ_ONCE(slot->task) ||
+	if (!tsk || tsk != owner ||
 	    umcg_state_of(READ_ONCE(task->state)) != UMCG_TASK_RUNNING)
 		return;
 	umcg_work_queue(slot, tsk, &slot->preempt_work, UMCG_WORK_PREEMPT,
-			TWA_SIGNAL);
+			TWA_RESUME);
 }
 
 void umcg_slot_init_works(struct umcg_slot *slot)

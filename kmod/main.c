@@ -10,8 +10,10 @@
  * (group.c), which outlives its file while task works of its threads are
  * queued.  So delete_module() fails with -EWOULDBLOCK while any group
  * exists.  Exit then unregisters the hook, waits for RCU callbacks
- * (task.c's deferred puts) and destroys umcg_wq, which waits for a group
- * free still returning.
+ * (task.c's deferred puts), destroys umcg_wq, which waits for a group
+ * free still returning, and waits for a Tasks RCU grace period: a thread
+ * whose task work made the last put may still run the module's code on
+ * its way out of the callback.
  *
  * Attributes (decimal, for tests and the curious):
  *   groups   allocated groups (one per open file of /dev/umcg)
@@ -107,6 +109,15 @@ static int __init umcg_init(void)
 {
 	int ret;
 
+	/*
+	 * On PREEMPT_RT, spinlock_t and the wait queue locks of wake_up()
+	 * sleep, and the block hook takes them from inside the scheduler
+	 * (preemption off): refuse rather than schedule while atomic.
+	 */
+	if (IS_ENABLED(CONFIG_PREEMPT_RT)) {
+		pr_err("umcg: PREEMPT_RT kernels are not supported: the block hook takes sleeping locks inside the scheduler\n");
+		return -EOPNOTSUPP;
+	}
 	umcg_wq = alloc_workqueue("umcg", WQ_UNBOUND, 0);
 	if (!umcg_wq)
 		return -ENOMEM;
@@ -133,6 +144,13 @@ static void __exit umcg_exit(void)
 	umcg_hook_exit();
 	rcu_barrier();
 	destroy_workqueue(umcg_wq);
+	/*
+	 * A task work's last group put can be what let this exit run: its
+	 * thread may still be returning through module text, or be preempted
+	 * there.  Tasks RCU waits until every task has switched voluntarily or
+	 * run in user space since, which such a thread does only once out.
+	 */
+	synchronize_rcu_tasks();
 }
 
 module_init(umcg_init);

@@ -12,6 +12,12 @@
  * is the module's (vmalloc_user(), zeroed), so the scheduler hooks never
  * fault on it.  The mapping binds the group like REGISTER does, is not
  * inherited across fork (VM_DONTCOPY) and cannot grow (VM_DONTEXPAND).
+ * VM_IO keeps it so: madvise(MADV_DOFORK), which would clear VM_DONTCOPY
+ * and let a child's copy keep the group alive, fails with -EINVAL on a
+ * VM_IO mapping (6.12 tests VM_IO only; later kernels any VM_SPECIAL flag,
+ * VM_DONTEXPAND included).  It also refuses get_user_pages() on the area
+ * (ptrace peeks, O_DIRECT, shared futexes); private futexes on its words,
+ * which libumcg uses, need no pages pinned.
  */
 #include <linux/errno.h>
 #include <linux/fs.h>
@@ -35,7 +41,8 @@ int umcg_mmap(struct file *file, struct vm_area_struct *vma)
 	mutex_lock(&grp->lock);
 	ret = umcg_group_bind(grp);
 	if (!ret) {
-		vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+		vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP |
+			     VM_IO);
 		ret = remap_vmalloc_range(vma, grp->tasks, 0);
 	}
 	mutex_unlock(&grp->lock);

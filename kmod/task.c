@@ -251,11 +251,17 @@ int umcg_task_add(struct umcg_group *grp,
 	memset(task, 0, sizeof(*task));
 	slot->flags = args->flags;
 	slot->in_wait = false;
+	slot->rehold = false;
 	slot->tid = task_pid_vnr(current);
 	slot->cpu = args->cpu;
 	slot->pid = get_pid(task_pid(current));
 	get_task_struct(current);
-	WRITE_ONCE(slot->task, current);
+	/*
+	 * Readers that reach a slot by index, not through a hash (kmove.c:
+	 * the staged worker, PREEMPT's target), load @task with acquire:
+	 * they then see this registration's pid, flags and zeroed word.
+	 */
+	smp_store_release(&slot->task, current);
 	grp->nr_tasks++;
 	atomic_inc(&umcg_nr_tasks);
 

@@ -110,6 +110,9 @@ static inline u32 umcg_state_of(u32 s)
  * @in_wait:    the thread sleeps in a umcg wait (WAIT, SWITCH, the wait
  *              to be picked): the hook does not count it as a block.
  *              Written and read only by the thread itself
+ * @rehold:     the thread left its wait to be picked for a stop (freezer,
+ *              SIGSTOP, ptrace) and is to wait again after it (kmove.c).
+ *              Written and read only by the thread itself
  *
  * Slot i is the struct umcg_task at offset i * sizeof(struct umcg_task)
  * of the group's mapping.  Fields other than @work_bits change only
@@ -129,6 +132,7 @@ struct umcg_slot {
 	struct callback_head	preempt_work;
 	unsigned long		work_bits;
 	bool			in_wait;
+	bool			rehold;
 };
 
 /**

@@ -27,6 +27,8 @@
 #include <linux/pid.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
+#include <linux/signal.h>
 #include <linux/timekeeping.h>
 #include <linux/wait.h>
 
@@ -60,40 +62,93 @@ static struct umcg_slot *umcg_self_find(struct umcg_group *grp)
 }
 
 /*
+ * Is a signal queued for current that it does not block?  What else sets
+ * TIF_SIGPENDING (a freezer or stop request) or wakes an interruptible
+ * sleep (TIF_NOTIFY_SIGNAL: task work of io_uring and others) is no
+ * signal.  Under siglock, as senders queue under it.
+ */
+static bool umcg_signal_queued(void)
+{
+	struct task_struct *t = current;
+	sigset_t pend;
+	bool ret;
+
+	spin_lock_irq(&t->sighand->siglock);
+	sigorsets(&pend, &t->pending.signal, &t->signal->shared_pending.signal);
+	sigandnsets(&pend, &pend, &t->blocked);
+	ret = !sigisemptyset(&pend);
+	spin_unlock_irq(&t->sighand->siglock);
+	return ret;
+}
+
+/*
  * Sleep as @self (current's slot in @grp) until RUNNING, a signal or the
  * timeout.  Marked as a umcg wait for the block hook: the word may read
  * RUNNING by the time this thread calls schedule() (its picker stored it
  * after the condition was checked), which is no block.
+ *
+ * Only a queued signal ends the wait with -EINTR.  Anything else that
+ * interrupts it (task work queued with TWA_SIGNAL, a freezer or a stop)
+ * must run before the wait goes on, which only the way out of the system
+ * call does: without a timeout or with an absolute one the ioctl returns
+ * -ERESTARTNOINTR and is issued again with the same arguments once that
+ * work is done, which the caller does not see.  A relative timeout cannot
+ * be restarted so: task work waits until the wait ends (at the latest at
+ * the timeout), and a freezer or stop request ends the wait with -EINTR.
  */
 static int umcg_sleep(struct umcg_group *grp, struct umcg_slot *self,
 		      u32 flags, u64 timeout_ns)
 {
 	unsigned int idx = self->idx;
 	struct umcg_task *task = &grp->tasks[idx];
-	ktime_t timeout;
+	bool timed = timeout_ns && timeout_ns <= KTIME_MAX;
+	bool relative = timed && !(flags & UMCG_WAIT_ABSTIME);
+	bool deferred = false;
+	ktime_t deadline = 0, timeout;
 	int ret;
 
-	WRITE_ONCE(self->in_wait, true);
+	if (relative)
+		deadline = ktime_add_safe(ktime_get(), ns_to_ktime(timeout_ns));
+	else if (timed)
+		deadline = ns_to_ktime(timeout_ns);
 
-	if (!timeout_ns || timeout_ns > KTIME_MAX) {
-		ret = wait_event_interruptible(grp->waitq[idx],
-					       umcg_task_running(task));
-	} else {
-		timeout = ns_to_ktime(timeout_ns);
-		if (flags & UMCG_WAIT_ABSTIME)
-			timeout = ktime_sub(timeout, ktime_get());
-		if (ktime_before(timeout, 0))
-			timeout = 0;
-		ret = wait_event_interruptible_hrtimeout(grp->waitq[idx],
-							 umcg_task_running(task),
-							 timeout);
+	WRITE_ONCE(self->in_wait, true);
+	for (;;) {
+		if (!timed) {
+			ret = wait_event_interruptible(grp->waitq[idx],
+						       umcg_task_running(task));
+		} else {
+			timeout = ktime_sub(deadline, ktime_get());
+			if (ktime_before(timeout, 0))
+				timeout = 0;
+			ret = wait_event_interruptible_hrtimeout(grp->waitq[idx],
+							umcg_task_running(task),
+							timeout);
+		}
+		if (ret != -ERESTARTSYS)
+			break;
+		if (umcg_signal_queued()) {
+			ret = -EINTR;
+			break;
+		}
+		if (!relative) {
+			ret = -ERESTARTNOINTR;
+			break;
+		}
+		if (task_sigpending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		/* Only task work: it runs when this bounded wait ends. */
+		clear_thread_flag(TIF_NOTIFY_SIGNAL);
+		deferred = true;
 	}
 	WRITE_ONCE(self->in_wait, false);
+	if (deferred)
+		set_thread_flag(TIF_NOTIFY_SIGNAL);
 	if (ret == -ETIME)
 		return -ETIMEDOUT;
-	if (ret)
-		return -EINTR;
-	return 0;
+	return ret;
 }
 
 /*
@@ -138,7 +193,8 @@ static int umcg_wake(struct umcg_group *grp, u32 tid, int wake_flags)
  * @flags has UMCG_WAIT_ABSTIME, relative otherwise; 0 for none.
  *
  * Return: 0; -ETIMEDOUT; -EINTR (a signal; not restarted); -EPERM;
- * -ENOENT.
+ * -ENOENT.  Task work and freezer or stop requests restart the wait
+ * (umcg_sleep()).
  */
 int umcg_task_sleep(struct umcg_group *grp, u32 flags, u64 timeout_ns)
 {

@@ -186,7 +186,7 @@ static char proc_state(pid_t tid)
 	return p && p[1] == ' ' ? p[2] : '?';
 }
 
-/* Wait until @tid sleeps: 'S' (interruptible) or 'D' (killable). */
+/* Wait until @tid sleeps: 'S' (interruptible, the hold too) or 'D'. */
 static bool sleeps(pid_t tid, char how)
 {
 	return umcg_poll_ms(proc_state(tid) == how, READY_MS);
@@ -447,7 +447,7 @@ static int reach(struct thr *t)
 		      strerror(errno));
 		CHECK(umcg_poll_ms(state_of(t->task) == UMCG_TASK_RUNNABLE,
 				   READY_MS), "%#x", t->task->state);
-		CHECK(sleeps(t->tid, 'D'), "thread %d: %c", t->idx,
+		CHECK(sleeps(t->tid, 'S'), "thread %d: %c", t->idx,
 		      proc_state(t->tid));
 		CHECK(umcg_event_test(cevents, idx), "event bit of slot %u",
 		      idx);
@@ -477,7 +477,7 @@ static int reach(struct thr *t)
 				   READY_MS), "%#x", t->task->state);
 		s = umcg_state_load(t->task);
 		CHECK(!(s & UMCG_TF_PREEMPT), "flag left: %#x", s);
-		CHECK(sleeps(t->tid, 'D'), "thread %d: %c", t->idx,
+		CHECK(sleeps(t->tid, 'S'), "thread %d: %c", t->idx,
 		      proc_state(t->tid));
 		CHECK(umcg_event_test(cevents, idx), "event bit of slot %u",
 		      idx);

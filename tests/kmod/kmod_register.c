@@ -344,6 +344,51 @@ TEST_F(reg, fork_child)
 }
 
 /*
+ * madvise(MADV_DOFORK) cannot undo the mapping's VM_DONTCOPY: it fails, and
+ * a child forked afterwards has no copy, so the group goes with the
+ * parent's file and mapping while the child lives on.
+ */
+TEST_F(reg, madv_dofork_refused)
+{
+	int p[2], groups;
+	pid_t child;
+	char c;
+
+	reg_map(_metadata, self);
+	groups = umcg_sys_count("groups");
+	ASSERT_LT(0, groups);
+	EXPECT_EQ(-1, madvise(self->map, self->len, MADV_DOFORK));
+	EXPECT_EQ(EINVAL, errno);
+
+	ASSERT_EQ(0, pipe2(p, O_CLOEXEC));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		close(p[1]);
+		/* Its copy of the descriptor would keep the file: only that. */
+		close(self->fd);
+		/* No copy of the parent's mapping here. */
+		if (madvise(self->map, self->len, MADV_NORMAL) != -1 ||
+		    errno != ENOMEM)
+			_exit(1);
+		/* Live until the parent has checked. */
+		if (read(p[0], &c, 1) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(p[0]);
+	EXPECT_EQ(0, munmap(self->map, self->len));
+	self->map = MAP_FAILED;
+	EXPECT_EQ(0, close(self->fd));
+	self->fd = -1;
+	/* The child holds no mapping of the file: the group is freed. */
+	EXPECT_TRUE(umcg_poll_ms(umcg_sys_count("groups") == groups - 1, 5000))
+		TH_LOG("groups: %ld, was %d", umcg_sys_count("groups"), groups);
+	close(p[1]);
+	EXPECT_EQ(0, child_status(child));
+}
+
+/*
  * The file belongs to the first process that uses it: here a child, so the
  * parent that opened it can no longer register through it.
  */
