@@ -553,9 +553,10 @@ UMCG_EXPORT int pthread_setaffinity_np(pthread_t thr, size_t size, const cpu_set
  * one-CPU mask and, on scx, SCHED_EXT.  fork() is mended in the child
  * (umcg_atfork_child()); posix_spawn(), system() and popen() run no fork
  * handlers, so the worker that calls one widens its own mask to the
- * process's first (umcg_initial_cpus) around the call, and posix_spawn()'s
- * child is asked for SCHED_OTHER (POSIX_SPAWN_SETSCHEDULER) unless the
- * caller asked for a policy itself.  Afterwards the worker is put back on
+ * process's first (umcg_initial_cpus) around the call; a worker in
+ * sched_ext gets SCHED_RESET_ON_FORK (see umcg_widen()) and posix_spawn()'s
+ * child is also asked for SCHED_OTHER (POSIX_SPAWN_SETSCHEDULER) unless
+ * the caller asked for a policy itself.  Afterwards the worker is put back on
  * the CPU of the core it holds then, which libumcg (on a kernel backend,
  * the thread that gave it its core while it waited) may have changed.
  */
@@ -566,9 +567,23 @@ struct umcg_widened {
 
 static void umcg_widen(const void *caller, struct umcg_widened *w)
 {
+	int policy;
+
 	w->on = false;
 	if (!umcg_have_initial_cpus || !umcg_hook_active(caller) || !umcg_self_ent.tid)
 		return;
+	/*
+	 * In sched_ext (scx): the same class, with SCHED_RESET_ON_FORK, so
+	 * that every child, system()'s and popen()'s too, starts in
+	 * SCHED_OTHER.  The kernel only sets the flag (no class change), and
+	 * it stays: the worker's own new threads register afresh anyway.
+	 */
+	policy = sched_getscheduler(0);
+	if (policy == SCHED_EXT) {
+		struct sched_param sp = { 0 };
+
+		sched_setscheduler(0, SCHED_EXT | SCHED_RESET_ON_FORK, &sp);
+	}
 	if (UMCG_REAL(sched_getaffinity, NULL)(0, sizeof(w->saved), &w->saved))
 		return;
 	w->on = !UMCG_REAL(sched_setaffinity, NULL)(0, sizeof(umcg_initial_cpus),
@@ -615,7 +630,7 @@ static int umcg_spawn_common(int (*real)(pid_t *, const char *,
 	int ret;
 
 	umcg_widen(caller, &w);
-	if (w.on && sched_getscheduler(0) == SCHED_EXT) {
+	if (w.on && (sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_EXT) {
 		if (attr)
 			posix_spawnattr_getflags(attr, &flags);
 		if (!(flags & POSIX_SPAWN_SETSCHEDULER)) {
@@ -1066,7 +1081,7 @@ static void umcg_atfork_child(void)
 	if (umcg_have_initial_cpus)
 		UMCG_REAL(sched_setaffinity, NULL)(0, sizeof(umcg_initial_cpus),
 						   &umcg_initial_cpus);
-	if (sched_getscheduler(0) == SCHED_EXT)
+	if ((sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_EXT)
 		sched_setscheduler(0, SCHED_OTHER, &sp);
 }
 
