@@ -553,10 +553,10 @@ UMCG_EXPORT int pthread_setaffinity_np(pthread_t thr, size_t size, const cpu_set
  * one-CPU mask and, on scx, SCHED_EXT.  fork() is mended in the child
  * (umcg_atfork_child()); posix_spawn(), system() and popen() run no fork
  * handlers, so the worker that calls one widens its own mask to the
- * process's first (umcg_initial_cpus) around the call; a worker in
- * sched_ext gets SCHED_RESET_ON_FORK (see umcg_widen()) and posix_spawn()'s
- * child is also asked for SCHED_OTHER (POSIX_SPAWN_SETSCHEDULER) unless
- * the caller asked for a policy itself.  Afterwards the worker is put back on
+ * process's first (umcg_initial_cpus) around the call; posix_spawn()'s
+ * child of a worker in sched_ext is asked for SCHED_OTHER
+ * (POSIX_SPAWN_SETSCHEDULER) unless the caller asked for a policy itself,
+ * and system() and popen() of such a worker are made here (below).  Afterwards the worker is put back on
  * the CPU of the core it holds then, which libumcg (on a kernel backend,
  * the thread that gave it its core while it waited) may have changed.
  */
@@ -567,23 +567,9 @@ struct umcg_widened {
 
 static void umcg_widen(const void *caller, struct umcg_widened *w)
 {
-	int policy;
-
 	w->on = false;
 	if (!umcg_have_initial_cpus || !umcg_hook_active(caller) || !umcg_self_ent.tid)
 		return;
-	/*
-	 * In sched_ext (scx): the same class, with SCHED_RESET_ON_FORK, so
-	 * that every child, system()'s and popen()'s too, starts in
-	 * SCHED_OTHER.  The kernel only sets the flag (no class change), and
-	 * it stays: the worker's own new threads register afresh anyway.
-	 */
-	policy = sched_getscheduler(0);
-	if (policy == SCHED_EXT) {
-		struct sched_param sp = { 0 };
-
-		sched_setscheduler(0, SCHED_EXT | SCHED_RESET_ON_FORK, &sp);
-	}
 	if (UMCG_REAL(sched_getaffinity, NULL)(0, sizeof(w->saved), &w->saved))
 		return;
 	w->on = !UMCG_REAL(sched_setaffinity, NULL)(0, sizeof(umcg_initial_cpus),
@@ -671,6 +657,168 @@ UMCG_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_fil
 				 pid, file, fa, attr, argv, envp);
 }
 
+/*
+ * system() and popen() of a worker in sched_ext: the C library's start
+ * the shell with its internal posix_spawn(), and SCHED_RESET_ON_FORK
+ * resets only real-time and deadline policies (sched_fork()), so the shell
+ * would start in SCHED_EXT.  Here they are made with posix_spawn() and
+ * POSIX_SPAWN_SETSCHEDULER, as the C library makes them otherwise: the
+ * shell with SIGINT and SIGQUIT back to their default unless ignored, the
+ * caller's signal mask; system() ignores SIGINT and SIGQUIT and blocks
+ * SIGCHLD while it waits; a popen() child closes the other popen()
+ * streams, and pclose() waits for it.  Everywhere else the C library's.
+ */
+static bool umcg_in_ext(void)
+{
+	return (sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_EXT;
+}
+
+static char *umcg_shell_argv(const char *cmd, char *argv[4])
+{
+	argv[0] = "sh";
+	argv[1] = "-c";
+	argv[2] = (char *)cmd;
+	argv[3] = NULL;
+	return "/bin/sh";
+}
+
+/* @a with SCHED_OTHER and the given signal settings. */
+static void umcg_shell_attr(posix_spawnattr_t *a, short flags)
+{
+	struct sched_param sp = { 0 };
+
+	posix_spawnattr_setflags(a, flags | POSIX_SPAWN_SETSCHEDULER);
+	posix_spawnattr_setschedpolicy(a, SCHED_OTHER);
+	posix_spawnattr_setschedparam(a, &sp);
+}
+
+static int umcg_ext_system(const char *cmd)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit;
+	sigset_t chld, omask, dfl;
+	posix_spawnattr_t a;
+	char *argv[4], *sh = umcg_shell_argv(cmd ? cmd : "exit 0", argv);
+	int st = 0, ret;
+	pid_t pid;
+
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGINT, &ign, &oint);
+	sigaction(SIGQUIT, &ign, &oquit);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &omask);
+	sigemptyset(&dfl);
+	if (oint.sa_handler != SIG_IGN)
+		sigaddset(&dfl, SIGINT);
+	if (oquit.sa_handler != SIG_IGN)
+		sigaddset(&dfl, SIGQUIT);
+	ret = posix_spawnattr_init(&a);
+	if (!ret) {
+		posix_spawnattr_setsigdefault(&a, &dfl);
+		posix_spawnattr_setsigmask(&a, &omask);
+		umcg_shell_attr(&a, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+		ret = UMCG_REAL(posix_spawn, NULL)(&pid, sh, NULL, &a, argv, environ);
+		posix_spawnattr_destroy(&a);
+	}
+	if (ret) {
+		st = 127 << 8;	/* as the C library's: the shell could not run */
+	} else {
+		/* The hooked waitpid(): the wait gives the core away. */
+		while (waitpid(pid, &st, 0) < 0) {
+			if (errno != EINTR) {
+				st = -1;
+				break;
+			}
+		}
+	}
+	sigaction(SIGINT, &oint, NULL);
+	sigaction(SIGQUIT, &oquit, NULL);
+	pthread_sigmask(SIG_SETMASK, &omask, NULL);
+	if (!cmd)
+		return st == 0;
+	return st;
+}
+
+/* The streams umcg_ext_popen() made, for pclose() and later children. */
+struct umcg_popen {
+	struct umcg_popen *next;
+	FILE *f;
+	pid_t pid;
+};
+static struct umcg_popen *umcg_popens;
+static atomic_flag umcg_popens_lock = ATOMIC_FLAG_INIT;
+
+static void umcg_popens_take(void)
+{
+	while (atomic_flag_test_and_set_explicit(&umcg_popens_lock, memory_order_acquire))
+		UMCG_REAL(sched_yield, NULL)();
+}
+
+static void umcg_popens_drop(void)
+{
+	atomic_flag_clear_explicit(&umcg_popens_lock, memory_order_release);
+}
+
+static FILE *umcg_ext_popen(const char *cmd, const char *mode)
+{
+	bool rd = mode && mode[0] == 'r', cloexec = mode && strchr(mode, 'e');
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t a;
+	struct umcg_popen *p;
+	char *argv[4], *sh = umcg_shell_argv(cmd, argv);
+	int fd[2], mine, theirs, ret;
+	FILE *f = NULL;
+
+	if (!mode || (mode[0] != 'r' && mode[0] != 'w') ||
+	    strspn(mode + 1, "e") != strlen(mode + 1)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = malloc(sizeof(*p));
+	if (!p || pipe2(fd, O_CLOEXEC)) {
+		free(p);
+		return NULL;
+	}
+	mine = rd ? fd[0] : fd[1];
+	theirs = rd ? fd[1] : fd[0];
+	ret = posix_spawn_file_actions_init(&fa);
+	if (!ret) {
+		ret = posix_spawn_file_actions_adddup2(&fa, theirs, rd ? 1 : 0);
+		umcg_popens_take();
+		for (struct umcg_popen *q = umcg_popens; q && !ret; q = q->next)
+			ret = posix_spawn_file_actions_addclose(&fa, fileno(q->f));
+		umcg_popens_drop();
+	}
+	if (!ret && !(ret = posix_spawnattr_init(&a))) {
+		umcg_shell_attr(&a, 0);
+		ret = UMCG_REAL(posix_spawn, NULL)(&p->pid, sh, &fa, &a, argv, environ);
+		posix_spawnattr_destroy(&a);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(theirs);
+	if (!ret && !cloexec)
+		fcntl(mine, F_SETFD, 0);
+	if (!ret)
+		f = fdopen(mine, rd ? "r" : "w");
+	if (!f) {
+		int err = ret ? ret : errno;
+
+		close(mine);
+		if (!ret)	/* the child runs: reap it */
+			while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		free(p);
+		errno = err;
+		return NULL;
+	}
+	p->f = f;
+	umcg_popens_take();
+	p->next = umcg_popens;
+	umcg_popens = p;
+	umcg_popens_drop();
+	return f;
+}
+
 static void *_Atomic umcg_real_system;
 
 UMCG_EXPORT int system(const char *cmd)
@@ -679,7 +827,7 @@ UMCG_EXPORT int system(const char *cmd)
 	int ret;
 
 	umcg_widen(__builtin_return_address(0), &w);
-	ret = UMCG_REAL(system, NULL)(cmd);
+	ret = w.on && umcg_in_ext() ? umcg_ext_system(cmd) : UMCG_REAL(system, NULL)(cmd);
 	umcg_narrow(&w);
 	return ret;
 }
@@ -692,9 +840,39 @@ UMCG_EXPORT FILE *popen(const char *cmd, const char *mode)
 	FILE *f;
 
 	umcg_widen(__builtin_return_address(0), &w);
-	f = UMCG_REAL(popen, NULL)(cmd, mode);
+	f = w.on && umcg_in_ext() ? umcg_ext_popen(cmd, mode) : UMCG_REAL(popen, NULL)(cmd, mode);
 	umcg_narrow(&w);
 	return f;
+}
+
+static void *_Atomic umcg_real_pclose;
+
+/* One of umcg_ext_popen()'s streams: close it and wait for its shell. */
+UMCG_EXPORT int pclose(FILE *f)
+{
+	struct umcg_popen **pp, *p = NULL;
+	int st;
+
+	umcg_popens_take();
+	for (pp = &umcg_popens; *pp; pp = &(*pp)->next) {
+		if ((*pp)->f == f) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	}
+	umcg_popens_drop();
+	if (!p)
+		return UMCG_REAL(pclose, NULL)(f);
+	fclose(f);
+	while (waitpid(p->pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			st = -1;
+			break;
+		}
+	}
+	free(p);
+	return st;
 }
 
 /* --- blocking calls: announced, so that the core changes hands ---------- */

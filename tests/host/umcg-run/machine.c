@@ -30,6 +30,11 @@
  *                     when the signal thread got it.
  *   machine spin      4 threads spin, with no system call, until a flag
  *                     the fifth sets; prints "spin=ok" when all are done.
+ *   machine many N    N threads (64 KiB stacks) that all wait on one
+ *                     condition variable; once all are up, main sends
+ *                     itself signal SIGRTMAX-3 (umcg-run's default dump
+ *                     signal), waits a second, releases them, joins them
+ *                     and prints "many=N".
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -276,6 +281,50 @@ static int run_spin(void)
 	return atomic_load(&spin_done) == 4 ? 0 : 1;
 }
 
+static pthread_mutex_t many_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t many_cond = PTHREAD_COND_INITIALIZER;
+static int many_up, many_go;
+
+static void *many_thread(void *arg)
+{
+	pthread_mutex_lock(&many_lock);
+	many_up++;
+	pthread_cond_broadcast(&many_cond);
+	while (!many_go)
+		pthread_cond_wait(&many_cond, &many_lock);
+	pthread_mutex_unlock(&many_lock);
+	return NULL;
+}
+
+static int run_many(int n)
+{
+	pthread_t *t = calloc(n > 0 ? n : 1, sizeof(*t));
+	pthread_attr_t a;
+	int made = 0;
+
+	if (!t || n <= 0)
+		return 2;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 64 * 1024);
+	for (; made < n; made++)
+		if (pthread_create(&t[made], &a, many_thread, NULL))
+			break;
+	pthread_mutex_lock(&many_lock);
+	while (many_up < made)
+		pthread_cond_wait(&many_cond, &many_lock);
+	pthread_mutex_unlock(&many_lock);
+	kill(getpid(), SIGRTMAX - 3);
+	sleep(1);
+	pthread_mutex_lock(&many_lock);
+	many_go = 1;
+	pthread_cond_broadcast(&many_cond);
+	pthread_mutex_unlock(&many_lock);
+	for (int i = 0; i < made; i++)
+		pthread_join(t[i], NULL);
+	printf("many=%d\n", made);
+	return made == n ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "affinity"))
@@ -288,6 +337,8 @@ int main(int argc, char **argv)
 		return run_sigwait();
 	if (argc >= 2 && !strcmp(argv[1], "spin"))
 		return run_spin();
-	fprintf(stderr, "usage: %s affinity|raw|spawn|sigwait|spin\n", argv[0]);
+	if (argc >= 3 && !strcmp(argv[1], "many"))
+		return run_many(atoi(argv[2]));
+	fprintf(stderr, "usage: %s affinity|raw|spawn|sigwait|spin|many N\n", argv[0]);
 	return 2;
 }
