@@ -131,10 +131,27 @@ int umcg_nr_cores(void);
 
 /*
  * Creates a worker running @fn(@arg), RUNNABLE until the policy picks it.
- * @attr may be NULL.  *@t is set before the worker can run.
+ * @attr may be NULL.  *@t is set before the worker can run.  A joinable
+ * worker's handle stays valid until umcg_join() returns; a detached one
+ * (UMCG_ATTR_DETACHED) frees itself when it is done, but the handle given
+ * in *@t (which may then be NULL) holds a reference: the thread's memory
+ * stays, DONE, until umcg_thread_put(*@t).
  */
 int umcg_spawn(umcg_thread_t **t, const struct umcg_attr *attr,
 	       void *(*fn)(void *), void *arg);
+
+/*
+ * References on a handle, so that it stays valid past the thread's end:
+ * calls on a thread that is DONE then fail with -ESRCH (umcg_unpark(),
+ * umcg_switch_to()) or report DONE (umcg_thread_state()), where a handle
+ * without one would be a use after free.  umcg_thread_get() needs a handle
+ * known to be valid at the time (the caller's own umcg_self(), a worker
+ * not yet joined or not yet done, a handle the caller holds a reference
+ * on); each get needs one put.  A joinable worker's memory goes at the
+ * later of umcg_join() and the last put.  0, or -EINVAL for NULL.
+ */
+int umcg_thread_get(umcg_thread_t *t);
+int umcg_thread_put(umcg_thread_t *t);
 
 /*
  * Waits until @t is DONE, stores its return value (or pthread_exit()'s) in

@@ -7,7 +7,8 @@
  * a. Setup.  The constructor reads the settings umcg-run put in the
  *    environment (umcg_run_env.h), calls umcg_init() with
  *    UMCG_CONFIG_ATTACH_CALLER so that the main thread becomes a worker, and
- *    asks for a thread dump on $UMCG_DUMP_SIGNAL (SIGUSR2).  A bad setting
+ *    asks for a thread dump on $UMCG_DUMP_SIGNAL (default SIGRTMAX-3, not
+ *    SIGUSR2, the JVM's; "none": no dump signal).  A bad setting
  *    is a message on stderr and _exit(2); a group that cannot be set up,
  *    _exit(1): a program that asked to be managed never runs unmanaged.
  *
@@ -65,9 +66,21 @@
  *    released and runs on as a plain thread until the process is gone.  A
  *    forked child has none of the group's servers: it is unmanaged from the
  *    start (every hook passes through) and gets the process's CPU mask
- *    back, since the forking worker's mask was narrowed to its core's CPU.
- *    A child that executes a program inherits the environment, so that
- *    program is managed too, in its own group (umcg_setup_cpus()).
+ *    and the normal scheduler back, since the forking worker's mask was
+ *    narrowed to its core's CPU (and on scx it was in sched_ext);
+ *    posix_spawn(), system() and popen() are interposed for the same
+ *    (section g.).  A child that executes a program inherits the
+ *    environment, so that program is managed too, in its own group, on
+ *    the CPUs in $UMCG_RUN_CPUS (umcg_setup_cpus()).
+ *
+ * f. What the program sees.  A worker's affinity calls report the group's
+ *    CPUs, not the one CPU libumcg keeps it on, and setting it is refused
+ *    unless the mask holds them all (section "affinity" below).  libumcg's
+ *    own threads, and the helper that runs umcg_fini(), block every
+ *    signal, so that a signal sent to the process reaches one of the
+ *    program's threads.
+ *
+ * g. Child processes: see the section "child processes" below.
  *
  * Only the interposed functions are exported (-fvisibility=hidden).
  */
@@ -80,6 +93,8 @@
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -117,6 +132,30 @@ static cpu_set_t umcg_initial_cpus;
 static bool umcg_have_initial_cpus;
 /* Set (non-NULL) while the thread is a worker that must detach at exit. */
 static pthread_key_t umcg_worker_key;
+/*
+ * The group's CPUs, those of its cores (what affinity calls of workers
+ * report), and each core's CPU: libumcg takes the first nr_cores CPUs of
+ * the mask it starts with (umcg_initial_cpus), in order.
+ */
+static cpu_set_t umcg_group_cpus;
+static int *umcg_core_cpu;
+static unsigned int umcg_nr_core_cpus;
+
+/*
+ * The workers this library made, so that an affinity call naming one by
+ * its tid or pthread_t can tell it is one: each in its own thread-local
+ * entry, hashed by tid, under a spin lock (held for a few loads; the
+ * hooked pthread_mutex_lock would announce itself).
+ */
+struct umcg_worker_ent {
+	struct umcg_worker_ent *next;
+	pid_t tid;
+	pthread_t thr;
+};
+#define UMCG_WORKER_BUCKETS	256
+static struct umcg_worker_ent *umcg_workers[UMCG_WORKER_BUCKETS];
+static atomic_flag umcg_workers_lock = ATOMIC_FLAG_INIT;
+static __thread struct umcg_worker_ent umcg_self_ent UMCG_TLS;
 
 /* Depth of this thread's calls into libumcg made from here. */
 static __thread unsigned int umcg_in_lib UMCG_TLS;
@@ -185,20 +224,114 @@ static inline bool umcg_hook_active(const void *caller)
 
 /* --- threads ----------------------------------------------------------- */
 
+static void *_Atomic umcg_real_sched_yield;
+
+static void umcg_workers_lock_take(void)
+{
+	while (atomic_flag_test_and_set_explicit(&umcg_workers_lock, memory_order_acquire))
+		UMCG_REAL(sched_yield, NULL)();
+}
+
+static void umcg_workers_lock_drop(void)
+{
+	atomic_flag_clear_explicit(&umcg_workers_lock, memory_order_release);
+}
+
+/* The calling thread became a worker: it can be found by tid. */
+static void umcg_worker_add(void)
+{
+	struct umcg_worker_ent *e = &umcg_self_ent, **b;
+
+	if (e->tid)
+		return;
+	e->tid = gettid();
+	e->thr = pthread_self();
+	b = &umcg_workers[(unsigned int)e->tid % UMCG_WORKER_BUCKETS];
+	umcg_workers_lock_take();
+	e->next = *b;
+	*b = e;
+	umcg_workers_lock_drop();
+}
+
+static void umcg_worker_del(void)
+{
+	struct umcg_worker_ent *e = &umcg_self_ent, **pp;
+
+	if (!e->tid)
+		return;
+	umcg_workers_lock_take();
+	for (pp = &umcg_workers[(unsigned int)e->tid % UMCG_WORKER_BUCKETS]; *pp;
+	     pp = &(*pp)->next) {
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	}
+	umcg_workers_lock_drop();
+	e->tid = 0;
+}
+
+/* Is thread @tid of this process (0: the caller) a worker made here? */
+static bool umcg_tid_is_worker(pid_t tid)
+{
+	struct umcg_worker_ent *e;
+	bool found = false;
+
+	if (!tid || tid == umcg_self_ent.tid)
+		return umcg_self_ent.tid != 0;
+	umcg_workers_lock_take();
+	for (e = umcg_workers[(unsigned int)tid % UMCG_WORKER_BUCKETS]; e && !found; e = e->next)
+		found = e->tid == tid;
+	umcg_workers_lock_drop();
+	return found;
+}
+
+static bool umcg_pthread_is_worker(pthread_t thr)
+{
+	bool found = false;
+
+	if (pthread_equal(thr, pthread_self()))
+		return umcg_self_ent.tid != 0;
+	umcg_workers_lock_take();
+	for (unsigned int i = 0; i < UMCG_WORKER_BUCKETS && !found; i++)
+		for (struct umcg_worker_ent *e = umcg_workers[i]; e && !found; e = e->next)
+			found = pthread_equal(e->thr, thr);
+	umcg_workers_lock_drop();
+	return found;
+}
+
 struct umcg_start {
 	void *(*fn)(void *);
 	int (*c11_fn)(void *);
 	void *arg;
 };
 
+/*
+ * A thread the backend has no room for (kmod: 4,096 per process; scx: 4,096
+ * on the machine) runs unmanaged: said once on stderr, and counted as
+ * "refused" in the thread dump.
+ */
+static atomic_bool umcg_said_refused;
+
 static void umcg_thread_attach(void)
 {
+	int ret;
+
 	if (!atomic_load(&umcg_managed))
 		return;
 	umcg_in_lib++;
-	if (umcg_attach(NULL) == 0)
+	ret = umcg_attach(NULL);
+	if (ret == 0) {
 		pthread_setspecific(umcg_worker_key, &umcg_worker_key);
+		umcg_worker_add();
+	}
 	umcg_in_lib--;
+	/* -ESRCH: the group is going (exit), not a limit. */
+	if (ret && ret != -ESRCH && !atomic_exchange(&umcg_said_refused, true))
+		fprintf(stderr, "umcg-preload: thread %d runs unmanaged: the %s backend cannot "
+			"take it (%s); said once, the thread dump counts them (refused)\n",
+			(int)gettid(), umcg_backend_name() ? umcg_backend_name() : "?",
+			strerror(-ret));
 }
 
 static void umcg_thread_detach(void)
@@ -206,6 +339,7 @@ static void umcg_thread_detach(void)
 	if (!pthread_getspecific(umcg_worker_key))
 		return;
 	pthread_setspecific(umcg_worker_key, NULL);
+	umcg_worker_del();
 	if (!atomic_load(&umcg_managed))
 		return;	/* after umcg_fini() or in a forked child: leave it */
 	umcg_in_lib++;
@@ -216,6 +350,7 @@ static void umcg_thread_detach(void)
 /* pthread_exit(), thrd_exit() or cancellation of a worker. */
 static void umcg_worker_key_dtor(void *unused)
 {
+	umcg_worker_del();
 	if (!atomic_load(&umcg_managed))
 		return;
 	umcg_in_lib++;
@@ -289,7 +424,6 @@ UMCG_EXPORT int thrd_create(thrd_t *thr, thrd_start_t fn, void *arg)
 }
 
 /* A worker's yield is libumcg's: the kernel's would not free its core. */
-static void *_Atomic umcg_real_sched_yield;
 
 UMCG_EXPORT int sched_yield(void)
 {
@@ -305,6 +439,440 @@ UMCG_EXPORT int sched_yield(void)
 			return 0;
 	}
 	return real();
+}
+
+/* --- affinity: the group's CPUs, as the program sees them ------------- */
+
+/*
+ * libumcg keeps each worker's kernel mask at its core's CPU (every
+ * backend: the contract says a worker runs on its core's CPU, and the
+ * kernel backends need it to hand a core over on the spot).  A program
+ * that sized itself by that mask would see one CPU; what it may use is
+ * the group's cores.  So, for a worker:
+ *   - sched_getaffinity() and pthread_getaffinity_np() make the real call
+ *     (its checks and errors stay the kernel's) and replace its result
+ *     with the group's CPUs;
+ *   - sched_setaffinity() and pthread_setaffinity_np() succeed, changing
+ *     nothing, for a mask that holds every CPU of the group (the worker
+ *     may already run on all of them), and fail with EINVAL for any other:
+ *     libumcg cannot confine one worker to fewer cores, and a real call
+ *     would leave the worker's mask different from the core libumcg runs
+ *     it on (C1).
+ * Other threads (plain ones, other processes) get the real calls.  A
+ * program that asks the kernel without the C library (Go's runtime) sees
+ * the real mask, one CPU.
+ */
+
+/* @set (@size bytes) holds every CPU of the group. */
+static bool umcg_mask_covers_group(size_t size, const cpu_set_t *set)
+{
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &umcg_group_cpus) &&
+		    ((size_t)c >= size * 8 || !CPU_ISSET_S(c, size, set)))
+			return false;
+	return true;
+}
+
+/* The group's CPUs into @set (@size bytes), after the real call filled it. */
+static void umcg_mask_report_group(size_t size, cpu_set_t *set)
+{
+	CPU_ZERO_S(size, set);
+	for (int c = 0; c < CPU_SETSIZE && (size_t)c < size * 8; c++)
+		if (CPU_ISSET(c, &umcg_group_cpus))
+			CPU_SET_S(c, size, set);
+}
+
+/*
+ * Does an affinity call of @caller naming thread @tid (0: itself) act?
+ * Not for another process, nor a thread that is not a worker made here.
+ */
+static bool umcg_affinity_hooked(const void *caller, pid_t tid)
+{
+	return umcg_hook_active(caller) && umcg_tid_is_worker(tid);
+}
+
+static void *_Atomic umcg_real_sched_getaffinity;
+
+UMCG_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set)
+{
+	__typeof__(&sched_getaffinity) real = UMCG_REAL(sched_getaffinity, NULL);
+	int ret = real(pid, size, set);
+
+	if (ret == 0 && umcg_affinity_hooked(__builtin_return_address(0), pid))
+		umcg_mask_report_group(size, set);
+	return ret;
+}
+
+static void *_Atomic umcg_real_sched_setaffinity;
+
+UMCG_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set)
+{
+	__typeof__(&sched_setaffinity) real = UMCG_REAL(sched_setaffinity, NULL);
+
+	if (!umcg_affinity_hooked(__builtin_return_address(0), pid))
+		return real(pid, size, set);
+	if (!umcg_mask_covers_group(size, set)) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+static void *_Atomic umcg_real_pthread_getaffinity_np;
+
+UMCG_EXPORT int pthread_getaffinity_np(pthread_t thr, size_t size, cpu_set_t *set)
+{
+	__typeof__(&pthread_getaffinity_np) real = UMCG_REAL(pthread_getaffinity_np, NULL);
+	int ret = real(thr, size, set);
+
+	if (ret == 0 && umcg_hook_active(__builtin_return_address(0)) &&
+	    umcg_pthread_is_worker(thr))
+		umcg_mask_report_group(size, set);
+	return ret;
+}
+
+static void *_Atomic umcg_real_pthread_setaffinity_np;
+
+UMCG_EXPORT int pthread_setaffinity_np(pthread_t thr, size_t size, const cpu_set_t *set)
+{
+	__typeof__(&pthread_setaffinity_np) real = UMCG_REAL(pthread_setaffinity_np, NULL);
+
+	if (!umcg_hook_active(__builtin_return_address(0)) || !umcg_pthread_is_worker(thr))
+		return real(thr, size, set);
+	return umcg_mask_covers_group(size, set) ? 0 : EINVAL;
+}
+
+/* --- child processes: the program's CPUs, the normal scheduler ---------- */
+
+#ifndef SCHED_EXT
+#define SCHED_EXT	7
+#endif
+
+/*
+ * A child process starts with what its parent thread has: a worker's
+ * one-CPU mask and, on scx, SCHED_EXT.  fork() is mended in the child
+ * (umcg_atfork_child()); posix_spawn(), system() and popen() run no fork
+ * handlers, so the worker that calls one widens its own mask to the
+ * process's first (umcg_initial_cpus) around the call; posix_spawn()'s
+ * child of a worker in sched_ext is asked for SCHED_OTHER
+ * (POSIX_SPAWN_SETSCHEDULER) unless the caller asked for a policy itself,
+ * and system() and popen() of such a worker are made here (below).  Afterwards the worker is put back on
+ * the CPU of the core it holds then, which libumcg (on a kernel backend,
+ * the thread that gave it its core while it waited) may have changed.
+ */
+struct umcg_widened {
+	bool on;
+	cpu_set_t saved;
+};
+
+static void umcg_widen(const void *caller, struct umcg_widened *w)
+{
+	w->on = false;
+	if (!umcg_have_initial_cpus || !umcg_hook_active(caller) || !umcg_self_ent.tid)
+		return;
+	if (UMCG_REAL(sched_getaffinity, NULL)(0, sizeof(w->saved), &w->saved))
+		return;
+	w->on = !UMCG_REAL(sched_setaffinity, NULL)(0, sizeof(umcg_initial_cpus),
+						     &umcg_initial_cpus);
+}
+
+static void umcg_narrow(const struct umcg_widened *w)
+{
+	int saved = errno, core;
+	umcg_thread_t *self;
+	cpu_set_t one;
+
+	if (!w->on)
+		return;
+	umcg_in_lib++;
+	self = umcg_self();
+	core = self ? umcg_thread_core(self) : -1;
+	umcg_in_lib--;
+	if (core >= 0 && (unsigned int)core < umcg_nr_core_cpus) {
+		CPU_ZERO(&one);
+		CPU_SET(umcg_core_cpu[core], &one);
+		UMCG_REAL(sched_setaffinity, NULL)(0, sizeof(one), &one);
+	} else {
+		UMCG_REAL(sched_setaffinity, NULL)(0, sizeof(w->saved), &w->saved);
+	}
+	errno = saved;
+}
+
+static void *_Atomic umcg_real_posix_spawn;
+static void *_Atomic umcg_real_posix_spawnp;
+
+static int umcg_spawn_common(int (*real)(pid_t *, const char *,
+					  const posix_spawn_file_actions_t *,
+					  const posix_spawnattr_t *, char *const[], char *const[]),
+			     const void *caller, pid_t *pid, const char *path,
+			     const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+			     char *const argv[], char *const envp[])
+{
+	struct umcg_widened w;
+	posix_spawnattr_t mine;
+	const posix_spawnattr_t *use = attr;
+	short flags = 0;
+	bool own = false;
+	int ret;
+
+	umcg_widen(caller, &w);
+	if (w.on && (sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_EXT) {
+		if (attr)
+			posix_spawnattr_getflags(attr, &flags);
+		if (!(flags & POSIX_SPAWN_SETSCHEDULER)) {
+			struct sched_param sp = { 0 };
+
+			if (attr)
+				mine = *attr;	/* glibc's holds no pointers */
+			else
+				own = !posix_spawnattr_init(&mine);
+			if (attr || own) {
+				posix_spawnattr_setflags(&mine, flags | POSIX_SPAWN_SETSCHEDULER);
+				posix_spawnattr_setschedpolicy(&mine, SCHED_OTHER);
+				posix_spawnattr_setschedparam(&mine, &sp);
+				use = &mine;
+			}
+		}
+	}
+	ret = real(pid, path, fa, use, argv, envp);
+	if (own)
+		posix_spawnattr_destroy(&mine);
+	umcg_narrow(&w);
+	return ret;
+}
+
+UMCG_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa,
+			    const posix_spawnattr_t *attr, char *const argv[],
+			    char *const envp[])
+{
+	return umcg_spawn_common(UMCG_REAL(posix_spawn, NULL), __builtin_return_address(0),
+				 pid, path, fa, attr, argv, envp);
+}
+
+UMCG_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa,
+			     const posix_spawnattr_t *attr, char *const argv[],
+			     char *const envp[])
+{
+	return umcg_spawn_common(UMCG_REAL(posix_spawnp, NULL), __builtin_return_address(0),
+				 pid, file, fa, attr, argv, envp);
+}
+
+/*
+ * system() and popen() of a worker in sched_ext: the C library's start
+ * the shell with its internal posix_spawn(), and SCHED_RESET_ON_FORK
+ * resets only real-time and deadline policies (sched_fork()), so the shell
+ * would start in SCHED_EXT.  Here they are made with posix_spawn() and
+ * POSIX_SPAWN_SETSCHEDULER, as the C library makes them otherwise: the
+ * shell with SIGINT and SIGQUIT back to their default unless ignored, the
+ * caller's signal mask; system() ignores SIGINT and SIGQUIT and blocks
+ * SIGCHLD while it waits; a popen() child closes the other popen()
+ * streams, and pclose() waits for it.  Everywhere else the C library's.
+ */
+static bool umcg_in_ext(void)
+{
+	return (sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_EXT;
+}
+
+static char *umcg_shell_argv(const char *cmd, char *argv[4])
+{
+	argv[0] = "sh";
+	argv[1] = "-c";
+	argv[2] = (char *)cmd;
+	argv[3] = NULL;
+	return "/bin/sh";
+}
+
+/* @a with SCHED_OTHER and the given signal settings. */
+static void umcg_shell_attr(posix_spawnattr_t *a, short flags)
+{
+	struct sched_param sp = { 0 };
+
+	posix_spawnattr_setflags(a, flags | POSIX_SPAWN_SETSCHEDULER);
+	posix_spawnattr_setschedpolicy(a, SCHED_OTHER);
+	posix_spawnattr_setschedparam(a, &sp);
+}
+
+static int umcg_ext_system(const char *cmd)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, oint, oquit;
+	sigset_t chld, omask, dfl;
+	posix_spawnattr_t a;
+	char *argv[4], *sh = umcg_shell_argv(cmd ? cmd : "exit 0", argv);
+	int st = 0, ret;
+	pid_t pid;
+
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGINT, &ign, &oint);
+	sigaction(SIGQUIT, &ign, &oquit);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, &chld, &omask);
+	sigemptyset(&dfl);
+	if (oint.sa_handler != SIG_IGN)
+		sigaddset(&dfl, SIGINT);
+	if (oquit.sa_handler != SIG_IGN)
+		sigaddset(&dfl, SIGQUIT);
+	ret = posix_spawnattr_init(&a);
+	if (!ret) {
+		posix_spawnattr_setsigdefault(&a, &dfl);
+		posix_spawnattr_setsigmask(&a, &omask);
+		umcg_shell_attr(&a, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+		ret = UMCG_REAL(posix_spawn, NULL)(&pid, sh, NULL, &a, argv, environ);
+		posix_spawnattr_destroy(&a);
+	}
+	if (ret) {
+		st = 127 << 8;	/* as the C library's: the shell could not run */
+	} else {
+		/* The hooked waitpid(): the wait gives the core away. */
+		while (waitpid(pid, &st, 0) < 0) {
+			if (errno != EINTR) {
+				st = -1;
+				break;
+			}
+		}
+	}
+	sigaction(SIGINT, &oint, NULL);
+	sigaction(SIGQUIT, &oquit, NULL);
+	pthread_sigmask(SIG_SETMASK, &omask, NULL);
+	if (!cmd)
+		return st == 0;
+	return st;
+}
+
+/* The streams umcg_ext_popen() made, for pclose() and later children. */
+struct umcg_popen {
+	struct umcg_popen *next;
+	FILE *f;
+	pid_t pid;
+};
+static struct umcg_popen *umcg_popens;
+static atomic_flag umcg_popens_lock = ATOMIC_FLAG_INIT;
+
+static void umcg_popens_take(void)
+{
+	while (atomic_flag_test_and_set_explicit(&umcg_popens_lock, memory_order_acquire))
+		UMCG_REAL(sched_yield, NULL)();
+}
+
+static void umcg_popens_drop(void)
+{
+	atomic_flag_clear_explicit(&umcg_popens_lock, memory_order_release);
+}
+
+static FILE *umcg_ext_popen(const char *cmd, const char *mode)
+{
+	bool rd = mode && mode[0] == 'r', cloexec = mode && strchr(mode, 'e');
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t a;
+	struct umcg_popen *p;
+	char *argv[4], *sh = umcg_shell_argv(cmd, argv);
+	int fd[2], mine, theirs, ret;
+	FILE *f = NULL;
+
+	if (!mode || (mode[0] != 'r' && mode[0] != 'w') ||
+	    strspn(mode + 1, "e") != strlen(mode + 1)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	p = malloc(sizeof(*p));
+	if (!p || pipe2(fd, O_CLOEXEC)) {
+		free(p);
+		return NULL;
+	}
+	mine = rd ? fd[0] : fd[1];
+	theirs = rd ? fd[1] : fd[0];
+	ret = posix_spawn_file_actions_init(&fa);
+	if (!ret) {
+		ret = posix_spawn_file_actions_adddup2(&fa, theirs, rd ? 1 : 0);
+		umcg_popens_take();
+		for (struct umcg_popen *q = umcg_popens; q && !ret; q = q->next)
+			ret = posix_spawn_file_actions_addclose(&fa, fileno(q->f));
+		umcg_popens_drop();
+	}
+	if (!ret && !(ret = posix_spawnattr_init(&a))) {
+		umcg_shell_attr(&a, 0);
+		ret = UMCG_REAL(posix_spawn, NULL)(&p->pid, sh, &fa, &a, argv, environ);
+		posix_spawnattr_destroy(&a);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	close(theirs);
+	if (!ret && !cloexec)
+		fcntl(mine, F_SETFD, 0);
+	if (!ret)
+		f = fdopen(mine, rd ? "r" : "w");
+	if (!f) {
+		int err = ret ? ret : errno;
+
+		close(mine);
+		if (!ret)	/* the child runs: reap it */
+			while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		free(p);
+		errno = err;
+		return NULL;
+	}
+	p->f = f;
+	umcg_popens_take();
+	p->next = umcg_popens;
+	umcg_popens = p;
+	umcg_popens_drop();
+	return f;
+}
+
+static void *_Atomic umcg_real_system;
+
+UMCG_EXPORT int system(const char *cmd)
+{
+	struct umcg_widened w;
+	int ret;
+
+	umcg_widen(__builtin_return_address(0), &w);
+	ret = w.on && umcg_in_ext() ? umcg_ext_system(cmd) : UMCG_REAL(system, NULL)(cmd);
+	umcg_narrow(&w);
+	return ret;
+}
+
+static void *_Atomic umcg_real_popen;
+
+UMCG_EXPORT FILE *popen(const char *cmd, const char *mode)
+{
+	struct umcg_widened w;
+	FILE *f;
+
+	umcg_widen(__builtin_return_address(0), &w);
+	f = w.on && umcg_in_ext() ? umcg_ext_popen(cmd, mode) : UMCG_REAL(popen, NULL)(cmd, mode);
+	umcg_narrow(&w);
+	return f;
+}
+
+static void *_Atomic umcg_real_pclose;
+
+/* One of umcg_ext_popen()'s streams: close it and wait for its shell. */
+UMCG_EXPORT int pclose(FILE *f)
+{
+	struct umcg_popen **pp, *p = NULL;
+	int st;
+
+	umcg_popens_take();
+	for (pp = &umcg_popens; *pp; pp = &(*pp)->next) {
+		if ((*pp)->f == f) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	}
+	umcg_popens_drop();
+	if (!p)
+		return UMCG_REAL(pclose, NULL)(f);
+	fclose(f);
+	while (waitpid(p->pid, &st, 0) < 0) {
+		if (errno != EINTR) {
+			st = -1;
+			break;
+		}
+	}
+	free(p);
+	return st;
 }
 
 /* --- blocking calls: announced, so that the core changes hands ---------- */
@@ -622,25 +1190,28 @@ static uint64_t umcg_env_u64(const char *name, uint64_t min, uint64_t max, uint6
 }
 
 /*
- * The mask to run on: a worker's child inherits a mask narrowed to one CPU;
- * when that is too small for @cores, go back to $UMCG_RUN_CPUS (the mask
- * the first managed process had).  The first process records its own.
+ * The mask to run on: $UMCG_RUN_CPUS (the mask the first managed process
+ * had), when ours is a part of it: a program executed by a worker itself
+ * (a shell's last command) inherits that worker's one CPU.  The first
+ * process records its own mask there.
  */
-static void umcg_setup_cpus(unsigned int cores)
+static void umcg_setup_cpus(void)
 {
+	__typeof__(&sched_getaffinity) get = UMCG_REAL(sched_getaffinity, NULL);
 	const char *s = getenv(UMCG_RUN_ENV_CPUS);
-	cpu_set_t cur, allowed;
+	cpu_set_t cur, allowed, both;
 	char buf[1024];
 
-	if (sched_getaffinity(0, sizeof(cur), &cur))
+	if (get(0, sizeof(cur), &cur))
 		return;
 	if (s && *s) {
 		if (umcg_run_parse_cpus(s, &allowed))
 			umcg_die(2, "bad %s='%s': expected a CPU list such as 0-3,6",
 				 UMCG_RUN_ENV_CPUS, s);
-		if (cores && (unsigned int)CPU_COUNT(&cur) < cores &&
-		    !sched_setaffinity(0, sizeof(allowed), &allowed))
-			sched_getaffinity(0, sizeof(cur), &cur);
+		CPU_AND(&both, &cur, &allowed);
+		if (CPU_EQUAL(&both, &cur) && !CPU_EQUAL(&cur, &allowed) &&
+		    !UMCG_REAL(sched_setaffinity, NULL)(0, sizeof(allowed), &allowed))
+			get(0, sizeof(cur), &cur);
 	} else if (!umcg_run_format_cpus(&cur, buf, sizeof(buf))) {
 		setenv(UMCG_RUN_ENV_CPUS, buf, 1);
 	}
@@ -648,11 +1219,48 @@ static void umcg_setup_cpus(unsigned int cores)
 	umcg_have_initial_cpus = true;
 }
 
+/*
+ * The group's CPUs, as libumcg chooses them (umcg_pick_cpus(): the first
+ * @cores of the mask umcg_init() runs with, all for 0).  0 or -errno.
+ */
+static int umcg_setup_group_cpus(unsigned int cores)
+{
+	unsigned int n = 0, avail = (unsigned int)CPU_COUNT(&umcg_initial_cpus);
+
+	if (!umcg_have_initial_cpus)
+		return -ENODATA;
+	if (!cores || cores > avail)
+		cores = avail;
+	umcg_core_cpu = calloc(cores ? cores : 1, sizeof(*umcg_core_cpu));
+	if (!umcg_core_cpu)
+		return -ENOMEM;
+	CPU_ZERO(&umcg_group_cpus);
+	for (int c = 0; c < CPU_SETSIZE && n < cores; c++) {
+		if (!CPU_ISSET(c, &umcg_initial_cpus))
+			continue;
+		CPU_SET(c, &umcg_group_cpus);
+		umcg_core_cpu[n++] = c;
+	}
+	umcg_nr_core_cpus = n;
+	return 0;
+}
+
+/*
+ * A forked child has no group: it runs unmanaged, with the process's
+ * first mask and, if the worker that forked was in sched_ext (scx), under
+ * the normal scheduler.
+ */
 static void umcg_atfork_child(void)
 {
+	struct sched_param sp = { 0 };
+
 	atomic_store(&umcg_managed, false);
+	umcg_self_ent.tid = 0;
 	if (umcg_have_initial_cpus)
-		sched_setaffinity(0, sizeof(umcg_initial_cpus), &umcg_initial_cpus);
+		UMCG_REAL(sched_setaffinity, NULL)(0, sizeof(umcg_initial_cpus),
+						   &umcg_initial_cpus);
+	if ((sched_getscheduler(0) & ~SCHED_RESET_ON_FORK) == SCHED_EXT)
+		sched_setscheduler(0, SCHED_OTHER, &sp);
 }
 
 __attribute__((constructor)) static void umcg_preload_init(void)
@@ -675,10 +1283,11 @@ __attribute__((constructor)) static void umcg_preload_init(void)
 				 UMCG_RUN_ENV_POLICY, policy);
 	}
 	if (umcg_run_dump_signal(&sig))
-		umcg_die(2, "bad %s='%s': expected a signal name or number (default USR2)",
+		umcg_die(2, "bad %s='%s': expected a signal name or number, or none (default "
+			 UMCG_RUN_DUMP_SIGNAL_DFL_NAME ")",
 			 UMCG_RUN_ENV_DUMP_SIGNAL, getenv(UMCG_RUN_ENV_DUMP_SIGNAL));
 
-	umcg_setup_cpus(cfg.nr_cores);
+	umcg_setup_cpus();
 	dl_iterate_phdr(umcg_find_lib, (void *)(uintptr_t)&umcg_init);
 	if (!umcg_nr_lib_ranges)
 		umcg_die(1, "cannot find libumcg's code in this process");
@@ -698,6 +1307,10 @@ __attribute__((constructor)) static void umcg_preload_init(void)
 			 getenv(UMCG_RUN_ENV_BACKEND) ? getenv(UMCG_RUN_ENV_BACKEND) : "auto",
 			 strerror(-ret));
 	pthread_setspecific(umcg_worker_key, &umcg_worker_key);
+	umcg_worker_add();
+	ret = umcg_setup_group_cpus(cfg.nr_cores);
+	if (ret)
+		umcg_die(1, "cannot record the group's CPUs: %s", strerror(-ret));
 	umcg_user_backend = !strcmp(umcg_backend_name(), "user");
 	ret = umcg_dump_on_signal(sig);
 	if (ret)
@@ -722,12 +1335,19 @@ static void *umcg_fini_main(void *unused)
  */
 __attribute__((destructor)) static void umcg_preload_fini(void)
 {
+	sigset_t all, old;
 	pthread_t helper;
+	int ret;
 
 	if (!atomic_exchange(&umcg_managed, false))
 		return;
 	umcg_in_lib++;
-	if (UMCG_REAL(pthread_create, NULL)(&helper, NULL, umcg_fini_main, NULL) == 0)
+	/* A thread of ours: the program's signals are not for it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = UMCG_REAL(pthread_create, NULL)(&helper, NULL, umcg_fini_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret == 0)
 		UMCG_REAL(pthread_join, NULL)(helper, NULL);
 	else
 		umcg_fini();

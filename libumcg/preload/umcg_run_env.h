@@ -25,8 +25,13 @@
 #define UMCG_RUN_ENV_CORES		"UMCG_RUN_CORES"
 /* Policy name, as umcg_policy_find() takes it; empty: the default. */
 #define UMCG_RUN_ENV_POLICY		"UMCG_RUN_POLICY"
-/* Time slice in microseconds; 0: no preemption (C6). */
+/*
+ * Time slice in microseconds; 0: no preemption (C6).  umcg-run always sets
+ * it (default UMCG_RUN_TIME_SLICE_US_DFL); unset, the library preempts
+ * nothing.
+ */
 #define UMCG_RUN_ENV_TIME_SLICE_US	"UMCG_RUN_TIME_SLICE_US"
+#define UMCG_RUN_TIME_SLICE_US_DFL	10000ULL
 /* User backend: how long a blocked worker keeps its core; 0: default. */
 #define UMCG_RUN_ENV_BLOCKED_US		"UMCG_RUN_BLOCKED_US"
 /*
@@ -38,12 +43,22 @@
 #define UMCG_RUN_ENV_CPUS		"UMCG_RUN_CPUS"
 /* Read by libumcg itself: "scx", "kmod", "user" or "auto". */
 #define UMCG_RUN_ENV_BACKEND		"UMCG_BACKEND"
-/* Signal that asks for a thread dump (name or number); read by umcgctl too. */
+/*
+ * Signal that asks for a thread dump (name or number, or "none"); read by
+ * umcgctl too.
+ */
 #define UMCG_RUN_ENV_DUMP_SIGNAL	"UMCG_DUMP_SIGNAL"
 /* umcg-run only: use this preload library instead of searching for it. */
 #define UMCG_RUN_ENV_PRELOAD		"UMCG_RUN_PRELOAD"
 
-#define UMCG_RUN_DUMP_SIGNAL_DFL	SIGUSR2
+/*
+ * The default dump signal: a real-time one counted from the top, which
+ * programs seldom take (they count theirs up from SIGRTMIN), and not
+ * SIGUSR1 or SIGUSR2, which the JVM (its thread suspend signal), Go and
+ * many servers use.  Signal 61 with glibc.
+ */
+#define UMCG_RUN_DUMP_SIGNAL_DFL	(SIGRTMAX - 3)
+#define UMCG_RUN_DUMP_SIGNAL_DFL_NAME	"RTMAX-3"
 #define UMCG_RUN_PRELOAD_NAME		"libumcg-preload.so"
 
 /* Bounds of the microsecond settings: 1000 s keeps the nanoseconds exact. */
@@ -75,9 +90,10 @@ static inline int umcg_run_parse_u64(const char *s, uint64_t min, uint64_t max,
 
 /*
  * A signal: a number ("12"), a name with or without "SIG" ("USR2",
- * "SIGUSR2", any case), or "RTMIN+n" / "RTMAX-n".  Refuses the signals a
- * dump cannot use: SIGKILL, SIGSTOP, SIGURG (the user backend's
- * preemption signal) and the C library's reserved ones.  0 or -EINVAL.
+ * "SIGUSR2", any case), or "RTMIN+n" / "RTMAX-n"; "none", "off" or "0"
+ * for no signal (*@sig = 0).  Refuses the signals a dump cannot use:
+ * SIGKILL, SIGSTOP, SIGURG (the user backend's preemption signal) and the
+ * C library's reserved ones.  0 or -EINVAL.
  */
 static inline int umcg_run_parse_signal(const char *s, int *sig)
 {
@@ -86,6 +102,10 @@ static inline int umcg_run_parse_signal(const char *s, int *sig)
 
 	if (!s || !*s)
 		return -EINVAL;
+	if (!strcasecmp(s, "none") || !strcasecmp(s, "off") || !strcmp(s, "0")) {
+		*sig = 0;
+		return 0;
+	}
 	if (umcg_run_parse_u64(s, 1, NSIG - 1, &n) == 0) {
 		v = (int)n;
 	} else {
@@ -121,8 +141,8 @@ static inline int umcg_run_parse_signal(const char *s, int *sig)
 }
 
 /*
- * $UMCG_DUMP_SIGNAL, or the default when unset or empty.  0, or -EINVAL
- * with *@sig untouched.
+ * $UMCG_DUMP_SIGNAL, or the default when unset or empty; 0 for "none".
+ * 0, or -EINVAL with *@sig untouched.
  */
 static inline int umcg_run_dump_signal(int *sig)
 {
@@ -133,6 +153,27 @@ static inline int umcg_run_dump_signal(int *sig)
 		return 0;
 	}
 	return umcg_run_parse_signal(s, sig);
+}
+
+/*
+ * @sig's name for messages, "SIGUSR2" or "SIGRTMAX-3", into @buf; "none"
+ * for 0.
+ */
+static inline const char *umcg_run_signal_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sig > 0 && sig < SIGRTMIN ? sigabbrev_np(sig) : NULL;
+
+	if (!sig)
+		snprintf(buf, len, "none");
+	else if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else if (sig >= SIGRTMIN && sig - SIGRTMIN <= SIGRTMAX - sig)
+		snprintf(buf, len, "SIGRTMIN+%d", sig - SIGRTMIN);
+	else if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+		snprintf(buf, len, "SIGRTMAX-%d", SIGRTMAX - sig);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
 }
 
 /* Writes @set as a CPU list ("0-3,6") into @buf.  0 or -EINVAL (too long). */

@@ -53,11 +53,8 @@ int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops)
 			return -ENODEV;
 		}
 	}
-	if (!name)
-		return -ENODEV;
-	fprintf(stderr, "libumcg: unknown backend \"%s\" (expected scx, kmod, user or auto)\n",
-		name);
-	return -EINVAL;
+	/* An unknown name is the caller's mistake: an error, no message. */
+	return name ? -EINVAL : -ENODEV;
 }
 
 int umcg_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t abs_ns)

@@ -20,7 +20,8 @@
  *            may run beside the core's new owner (the C1 exception).
  *   slice    the owner has held the core longer than the group's time
  *            slice: it gets UMCG_PREEMPT_SIGNAL, whose handler yields the
- *            core (or, inside libumcg, flags it for the way out).
+ *            core (or, inside libumcg, flags it for the way out).  The
+ *            handler is installed only for a group with a time slice.
  *
  * The monitor sleeps blocked_ns / 2 between samples, doubling after 50
  * samples in which nothing happened, up to 10 ms; any action resets it.
@@ -265,13 +266,17 @@ static int user_init(struct umcg_group *g)
 		free(u);
 		return -ENOMEM;
 	}
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sigaction(UMCG_PREEMPT_SIGNAL, &sa, &u->old_action);
+	/* The preemption signal is taken only for a time slice. */
+	if (g->time_slice_ns) {
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_RESTART;
+		sigaction(UMCG_PREEMPT_SIGNAL, &sa, &u->old_action);
+	}
 	g->backend_priv = u;
-	ret = -pthread_create(&u->monitor, NULL, user_monitor_main, g);
+	ret = umcg_own_thread_create(&u->monitor, user_monitor_main, g);
 	if (ret) {
-		sigaction(UMCG_PREEMPT_SIGNAL, &u->old_action, NULL);
+		if (g->time_slice_ns)
+			sigaction(UMCG_PREEMPT_SIGNAL, &u->old_action, NULL);
 		free(u->samples);
 		free(u);
 		g->backend_priv = NULL;
@@ -289,7 +294,8 @@ static void user_fini(struct umcg_group *g)
 	atomic_fetch_add(&g->monitor_seq, 1);
 	umcg_futex_wake(&g->monitor_seq, 1);
 	pthread_join(u->monitor, NULL);
-	sigaction(UMCG_PREEMPT_SIGNAL, &u->old_action, NULL);
+	if (g->time_slice_ns)
+		sigaction(UMCG_PREEMPT_SIGNAL, &u->old_action, NULL);
 	free(u->samples);
 	free(u);
 	g->backend_priv = NULL;

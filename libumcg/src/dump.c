@@ -70,6 +70,10 @@ int umcg_dump(FILE *f)
 		(unsigned long long)st.parks, (unsigned long long)st.blocks,
 		(unsigned long long)st.preempts, (unsigned long long)st.steals,
 		(unsigned long long)st.spawned, (unsigned long long)st.exited);
+	/* Threads left unmanaged (a backend's limit), a policy's wrong picks. */
+	fprintf(f, "umcg: refused %llu policy-errors %llu\n",
+		(unsigned long long)atomic_load(&g->stats.refused),
+		(unsigned long long)atomic_load(&g->stats.policy_errors));
 
 	pthread_mutex_lock(&g->threads_lock);
 	for (unsigned int i = 0; i < g->nr_cores; i++) {

@@ -46,6 +46,7 @@
 #define UMCG_THREAD_DETACHED	(1U << 0)	/* frees itself when done */
 #define UMCG_THREAD_ATTACHED	(1U << 1)	/* adopted by umcg_attach() */
 #define UMCG_THREAD_RELEASED	(1U << 2)	/* group gone: plain thread now */
+#define UMCG_THREAD_JOINED	(1U << 3)	/* umcg_join() took it */
 
 struct umcg_group;
 
@@ -82,6 +83,13 @@ struct umcg_thread {
 	 * umcg_join() frees it only at zero.
 	 */
 	_Atomic uint32_t refs;
+	/*
+	 * Owners of the memory (runtime.c, umcg_thread_put()): the thread
+	 * itself while it runs if it is detached (else umcg_join()), plus one
+	 * per umcg_thread_get() and per handle a detached umcg_spawn() gave
+	 * out.  The last put frees it, after refs drops to zero.
+	 */
+	_Atomic uint32_t handles;
 
 	_Atomic(struct umcg_thread *) joiner;
 
@@ -171,6 +179,10 @@ struct umcg_group {
 	struct {
 		_Atomic uint64_t spawned, exited;
 		_Atomic uint64_t blocks, preempts, steals, live, handoffs;
+		/* Threads umcg_attach() or umcg_spawn() could not make workers. */
+		_Atomic uint64_t refused;
+		/* Picks a policy got wrong (a thread not RUNNABLE), ignored. */
+		_Atomic uint64_t policy_errors;
 	} stats;
 
 	_Atomic int dump_signal;
@@ -232,6 +244,8 @@ static inline void umcg_ref_put(struct umcg_thread *t)
 
 /* sched.c: the switch machinery every backend shares. */
 void umcg_server_kick(struct umcg_core *c);
+/* A thread of libumcg's own (server, monitor): every signal blocked. */
+int umcg_own_thread_create(pthread_t *thr, void *(*fn)(void *), void *arg);
 void umcg_core_give(struct umcg_core *c, struct umcg_thread *self);
 int umcg_sched_yield(struct umcg_thread *self, unsigned int why);
 int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns);

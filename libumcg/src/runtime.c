@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -68,6 +69,29 @@ static int umcg_pick_cpus(unsigned int n, unsigned int first, int **cpus, unsign
 	return 0;
 }
 
+/*
+ * libumcg's own threads (the servers, the user backend's monitor) run
+ * with every signal blocked, whatever the caller's mask: a signal sent to
+ * the process is the program's, and a program that blocks it in its own
+ * threads to collect it with sigwait() or a signalfd must not see it
+ * delivered to one of ours, where its default action (SIGTERM's: kill
+ * the process) would run.  None of them takes a signal synchronously:
+ * the user backend's preemption signal goes to workers (pthread_kill()),
+ * the dump signal's handler only raises a flag, which they poll.  glibc
+ * leaves its own two signals (cancellation, setxid) unblocked.
+ */
+int umcg_own_thread_create(pthread_t *thr, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int ret;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(thr, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
 static int umcg_check_policy(const struct umcg_policy_ops *p)
 {
 	return p->name && p->enqueue && p->pick && p->remove ? 0 : -EINVAL;
@@ -93,6 +117,8 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 		umcg_in_lib_inc(t);
 	pthread_mutex_lock(&g->threads_lock);
 	ret = atomic_load(&g->stopping) ? -ESRCH : g->backend->worker_register(g, t);
+	if (ret && ret != -ESRCH)
+		atomic_fetch_add_explicit(&g->stats.refused, 1, memory_order_relaxed);
 	if (ret) {
 		if (!g->backend->kernel_moves)
 			umcg_in_lib_dec(t);
@@ -124,6 +150,18 @@ static void umcg_thread_quiesce(struct umcg_thread *t)
 {
 	while (atomic_load_explicit(&t->refs, memory_order_acquire))
 		sched_yield();
+}
+
+/*
+ * Drops one owner of @t's memory (t->handles); the last frees it, once
+ * the transient references (t->refs) are gone.
+ */
+static void umcg_handle_drop(struct umcg_thread *t)
+{
+	if (atomic_fetch_sub_explicit(&t->handles, 1, memory_order_acq_rel) != 1)
+		return;
+	umcg_thread_quiesce(t);
+	free(t);
 }
 
 /*
@@ -175,10 +213,9 @@ static void umcg_thread_finish(struct umcg_thread *t)
 		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
 	}
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
-	if (atomic_load(&t->flags) & UMCG_THREAD_DETACHED) {
-		umcg_thread_quiesce(t);
-		free(t);
-	}
+	/* A detached thread owns itself; a handle may keep it (DONE). */
+	if (atomic_load(&t->flags) & UMCG_THREAD_DETACHED)
+		umcg_handle_drop(t);
 }
 
 /* pthread_exit() or cancellation inside a worker: leave as if it returned. */
@@ -211,6 +248,7 @@ static struct umcg_thread *umcg_thread_alloc(void)
 	if (!t)
 		return NULL;
 	memset(t, 0, sizeof(*t));
+	atomic_store(&t->handles, 1);
 	t->ut = &t->task;
 	t->pref_core = -1;
 	t->spawn_core = -1;
@@ -293,7 +331,7 @@ int umcg_init(const struct umcg_config *cfg)
 	for (unsigned int i = 0; i < nr; i++) {
 		char name[16];
 
-		ret = -pthread_create(&g->cores[i].server, NULL, umcg_server_main, &g->cores[i]);
+		ret = umcg_own_thread_create(&g->cores[i].server, umcg_server_main, &g->cores[i]);
 		if (ret) {
 			atomic_store(&g->stopping, true);
 			for (unsigned int j = 0; j < i; j++) {
@@ -441,8 +479,10 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 
 	if (g->backend->worker_reserve) {
 		ret = g->backend->worker_reserve(g);
-		if (ret)
+		if (ret) {
+			atomic_fetch_add_explicit(&g->stats.refused, 1, memory_order_relaxed);
 			return ret;
+		}
 	}
 	t = umcg_thread_alloc();
 	if (!t) {
@@ -455,8 +495,12 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 	t->group = g;
 	t->pref_core = a.core;
 	t->spawn_core = self ? atomic_load(&self->core) : -1;
-	if (a.flags & UMCG_ATTR_DETACHED)
+	if (a.flags & UMCG_ATTR_DETACHED) {
 		atomic_fetch_or(&t->flags, UMCG_THREAD_DETACHED);
+		/* The caller's handle: umcg_thread_put() drops it. */
+		if (tp)
+			atomic_fetch_add(&t->handles, 1);
+	}
 	if (a.name)
 		strncpy(t->name, a.name, sizeof(t->name) - 1);
 
@@ -508,6 +552,9 @@ int umcg_join(umcg_thread_t *t, void **retp)
 		return -EINVAL;
 	if (t == self)
 		return -EDEADLK;
+	/* Only once, even while a umcg_thread_get() keeps it. */
+	if (atomic_fetch_or(&t->flags, UMCG_THREAD_JOINED) & UMCG_THREAD_JOINED)
+		return -EINVAL;
 	if (self && !(atomic_load(&self->flags) & UMCG_THREAD_RELEASED)) {
 		struct umcg_thread *none = NULL;
 
@@ -521,7 +568,7 @@ int umcg_join(umcg_thread_t *t, void **retp)
 		} else {
 			umcg_ref_put(self);
 			if (none != UMCG_JOINER_DONE)
-				ret = -EINVAL;	/* someone else joins it */
+				ret = -EINVAL;	/* cannot happen: JOINED is ours */
 		}
 		umcg_lib_leave(self);
 		if (ret)
@@ -531,10 +578,25 @@ int umcg_join(umcg_thread_t *t, void **retp)
 		umcg_futex_wait((_Atomic uint32_t *)&t->ut->state, s, 0);
 	/* Its pthread's exit value: the return value, or pthread_exit()'s. */
 	pthread_join(t->pthread, &value);
-	umcg_thread_quiesce(t);
 	if (retp)
 		*retp = value;
-	free(t);
+	umcg_handle_drop(t);
+	return 0;
+}
+
+int umcg_thread_get(umcg_thread_t *t)
+{
+	if (!t)
+		return -EINVAL;
+	atomic_fetch_add_explicit(&t->handles, 1, memory_order_relaxed);
+	return 0;
+}
+
+int umcg_thread_put(umcg_thread_t *t)
+{
+	if (!t)
+		return -EINVAL;
+	umcg_handle_drop(t);
 	return 0;
 }
 
@@ -577,8 +639,10 @@ int umcg_attach(umcg_thread_t **tp)
 		return -EBUSY;
 	if (g->backend->worker_reserve) {
 		ret = g->backend->worker_reserve(g);
-		if (ret)
+		if (ret) {
+			atomic_fetch_add_explicit(&g->stats.refused, 1, memory_order_relaxed);
 			return ret;
+		}
 	}
 	t = umcg_thread_alloc();
 	if (!t) {
@@ -708,7 +772,8 @@ int umcg_switch_to(umcg_thread_t *t)
 		return ret;
 	if (t == self)
 		ret = -EINVAL;
-	else if (atomic_load(&t->flags) & UMCG_THREAD_RELEASED)
+	else if ((atomic_load(&t->flags) & UMCG_THREAD_RELEASED) ||
+		 umcg_state_of(umcg_thread_load_state(t)) == UMCG_TASK_DONE)
 		ret = -ESRCH;
 	else
 		ret = umcg_sched_switch(self, t);

@@ -160,14 +160,21 @@ static struct umcg_thread *umcg_policy_take(struct umcg_core *c)
 	struct umcg_thread *t;
 	uint32_t s;
 
-	t = g->policy->pick(g->policy_priv, c->idx);
-	if (!t)
-		return NULL;
-	s = umcg_thread_load_state(t);
-	if (umcg_state_of(s) != UMCG_TASK_RUNNABLE) {
-		fprintf(stderr, "libumcg: policy %s returned thread %d in state %u\n",
-			g->policy->name, t->tid, umcg_state_of(s));
-		abort();
+	for (int tries = 0;; tries++) {
+		t = g->policy->pick(g->policy_priv, c->idx);
+		if (!t)
+			return NULL;
+		s = umcg_thread_load_state(t);
+		if (umcg_state_of(s) == UMCG_TASK_RUNNABLE)
+			break;
+		/*
+		 * A policy's mistake (one given to umcg_init()): the thread
+		 * is not its to give; counted (umcg_dump()), never run, and
+		 * the policy asked again, a few times.
+		 */
+		atomic_fetch_add_explicit(&g->stats.policy_errors, 1, memory_order_relaxed);
+		if (tries == 8)
+			return NULL;
 	}
 	umcg_ref_get(t);	/* dropped once woken: umcg_wake_put() */
 	atomic_store(&t->awake, 0);
@@ -745,6 +752,7 @@ static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit
 		default:
 			if (atomic_load(&self->flags) & UMCG_THREAD_RELEASED)
 				return -ESRCH;	/* umcg_fini() let it go mid-call */
+			/* Internal invariant: no caller can make this state. */
 			fprintf(stderr, "libumcg: thread %d runs in state %u\n",
 				self->tid, umcg_state_of(s));
 			abort();

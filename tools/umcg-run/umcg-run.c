@@ -54,22 +54,40 @@ static void usage(FILE *f)
 "                         else auto: the best one available); a backend\n"
 "                         that is not available here is an error\n"
 "  -t, --time-slice-us=US preempt a worker that runs US microseconds without\n"
-"                         blocking or yielding (default 0: never); with the\n"
-"                         user backend the preemption is a signal, so a\n"
-"                         program that does not retry calls failing with\n"
-"                         EINTR (sleeps, poll, select) may see them fail\n"
+"                         blocking or yielding (default 10000, 10 ms, so\n"
+"                         that a program that spin-waits with more threads\n"
+"                         than cores makes progress; 0: never preempt);\n"
+"                         with the user backend the preemption is a signal\n"
+"                         (SIGURG), so a program that does not retry calls\n"
+"                         failing with EINTR (sleeps, poll, select) may see\n"
+"                         them fail; a kmod umcg.ko without preemption runs\n"
+"                         the default as 0 (an explicit slice is an error)\n"
 "      --blocked-us=US    user backend: how long a worker may sit in a\n"
 "                         blocking call this library does not interpose\n"
 "                         (stdio's, say) before its core goes to another\n"
 "                         worker (default 50); an interposed call hands\n"
 "                         the core on at once, or within about 40 us\n"
 "      --dump-signal=SIG  the signal that asks for a thread dump (name or\n"
-"                         number; default $UMCG_DUMP_SIGNAL, else USR2)\n"
+"                         number, or none; default $UMCG_DUMP_SIGNAL, else\n"
+"                         " UMCG_RUN_DUMP_SIGNAL_DFL_NAME ", which is signal 61 with glibc)\n"
 "  -h, --help             this text\n"
 "\n"
-"While PROGRAM runs, \"umcgctl dump PID\" (or kill -USR2 PID) makes it write a\n"
-"thread dump to its standard error: every worker with its state, core, time\n"
-"in that state and switch, block and preemption counts.\n"
+"While PROGRAM runs, \"umcgctl dump PID\" (or kill -" UMCG_RUN_DUMP_SIGNAL_DFL_NAME " PID) makes it\n"
+"write a thread dump to its standard error: every worker with its state,\n"
+"core, time in that state and switch, block and preemption counts.\n"
+"\n"
+"What PROGRAM sees of the machine:\n"
+"  CPUs    each worker runs on its core's CPU, but sched_getaffinity(),\n"
+"          pthread_getaffinity_np() (so nproc, the JVM, OpenMP) report the\n"
+"          group's CPUs, those of its cores; setting a worker's affinity\n"
+"          succeeds (and changes nothing) for a mask holding all of them\n"
+"          and fails with EINVAL otherwise.  Programs that ask the kernel\n"
+"          directly (Go's runtime) see one CPU.\n"
+"  signals libumcg's own threads block every signal, so a signal sent to\n"
+"          the process reaches PROGRAM's threads only (sigwait() and\n"
+"          signalfd work); SIGUSR1 and SIGUSR2 stay PROGRAM's.\n"
+"  children a process started with fork(), posix_spawn(), system() or\n"
+"          popen() starts with the CPUs PROGRAM had, not its worker's one.\n"
 "\n"
 "Environment:\n"
 "  UMCG_BACKEND           the backend, when --backend is not given\n"
@@ -101,7 +119,8 @@ static void usage(FILE *f)
 "such as stdio's read) may run beside another until its next interposed\n"
 "call (read, write, sockets, poll, select, epoll, sleeps, mutexes,\n"
 "condition variables, semaphores, join, wait); sched_yield() gives the\n"
-"core to the next worker.  The user backend preempts with SIGURG.  A\n"
+"core to the next worker.  The user backend preempts with SIGURG (only\n"
+"with a time slice).  A\n"
 "program that uses libumcg itself cannot run under " PROG ".  A child made\n"
 "with fork() and no exec runs unmanaged.\n");
 }
@@ -260,7 +279,7 @@ int main(int argc, char **argv)
 	const char *policy = NULL, *backend = NULL, *slice = NULL, *blocked = NULL;
 	const char *dump_signal = NULL;
 	struct umcg_config cfg = { .size = sizeof(cfg) };
-	uint64_t cores = 0, slice_us = 0, blocked_us = 0;
+	uint64_t cores = 0, slice_us = UMCG_RUN_TIME_SLICE_US_DFL, blocked_us = 0;
 	long online = sysconf(_SC_NPROCESSORS_ONLN);
 	char lib[PATH_MAX];
 	cpu_set_t set;
@@ -359,6 +378,15 @@ int main(int argc, char **argv)
 	cfg.time_slice_ns = slice_us * 1000;
 	cfg.blocked_ns = blocked_us * 1000;
 	ret = umcg_init(&cfg);
+	/* The default slice is not worth failing for (kmod without preemption). */
+	if (ret == -EOPNOTSUPP && !slice && slice_us) {
+		fprintf(stderr, PROG ": backend '%s' cannot preempt: running with no time slice\n",
+			backend ? backend : getenv(UMCG_RUN_ENV_BACKEND) ?
+			getenv(UMCG_RUN_ENV_BACKEND) : "auto");
+		slice_us = 0;
+		cfg.time_slice_ns = 0;
+		ret = umcg_init(&cfg);
+	}
 	if (ret == 0) {
 		umcg_fini();
 	} else if (ret == -ENODEV) {
@@ -388,8 +416,7 @@ int main(int argc, char **argv)
 
 	if (set_env_u64(UMCG_RUN_ENV_CORES, cores) ||
 	    (policy ? setenv(UMCG_RUN_ENV_POLICY, policy, 1) : unsetenv(UMCG_RUN_ENV_POLICY)) ||
-	    (slice ? set_env_u64(UMCG_RUN_ENV_TIME_SLICE_US, slice_us)
-		   : unsetenv(UMCG_RUN_ENV_TIME_SLICE_US)) ||
+	    set_env_u64(UMCG_RUN_ENV_TIME_SLICE_US, slice_us) ||
 	    (blocked ? set_env_u64(UMCG_RUN_ENV_BLOCKED_US, blocked_us)
 		     : unsetenv(UMCG_RUN_ENV_BLOCKED_US)) ||
 	    (backend && setenv(UMCG_RUN_ENV_BACKEND, backend, 1)) ||

@@ -193,6 +193,7 @@ static int catches_signal(pid_t pid, int sig)
 
 static int cmd_dump(int argc, char **argv)
 {
+	char namebuf[32];
 	const char *name;
 	uint64_t pid;
 	int sig, ret;
@@ -211,7 +212,12 @@ static int cmd_dump(int argc, char **argv)
 			getenv(UMCG_RUN_ENV_DUMP_SIGNAL));
 		return 2;
 	}
-	name = sigabbrev_np(sig);
+	if (!sig) {
+		fprintf(stderr, "umcgctl dump: $" UMCG_RUN_ENV_DUMP_SIGNAL "='%s': dumps are off\n",
+			getenv(UMCG_RUN_ENV_DUMP_SIGNAL));
+		return 2;
+	}
+	name = umcg_run_signal_name(sig, namebuf, sizeof(namebuf));
 	if (kill((pid_t)pid, 0) && errno == ESRCH) {
 		fprintf(stderr, "umcgctl dump: no process %llu\n", (unsigned long long)pid);
 		return 1;
@@ -223,10 +229,10 @@ static int cmd_dump(int argc, char **argv)
 		return 1;
 	}
 	if (!ret) {
-		fprintf(stderr, "umcgctl dump: process %llu does not catch signal %d (%s%s): "
-			"it does not run under umcg-run (nor call umcg_dump_on_signal()); "
-			"not signalling it\n", (unsigned long long)pid, sig,
-			name ? "SIG" : "", name ? name : "realtime");
+		fprintf(stderr, "umcgctl dump: process %llu does not catch signal %d (%s): "
+			"it does not run under umcg-run (nor call umcg_dump_on_signal()), "
+			"or with another $" UMCG_RUN_ENV_DUMP_SIGNAL "; not signalling it\n",
+			(unsigned long long)pid, sig, name);
 		return 1;
 	}
 	if (kill((pid_t)pid, sig)) {

@@ -440,6 +440,7 @@ TEST_F(group, join_detached)
 	atomic_store(&flag, 1);
 	ASSERT_EQ(0, umcg_unpark(t));
 	ASSERT_TRUE(CT_WAIT(umcg_stats(&st) == 0 && st.live == 0, 2000));
+	EXPECT_EQ(0, umcg_thread_put(t));
 }
 
 struct a_join2 {

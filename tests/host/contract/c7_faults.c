@@ -7,7 +7,8 @@
  * workers still alive (parked, queued or running) returns 0 and releases
  * them: they go on as plain threads, umcg_self() is NULL for them, every
  * libumcg call they make returns -ESRCH, and they can still be joined.  A
- * detached worker runs and frees itself.  The group's life: init twice
+ * detached worker runs and frees itself; a handle that holds a reference
+ * keeps its memory, and calls on it then get -ESRCH.  The group's life: init twice
  * -EBUSY, fini twice -ESRCH, fini from a worker -EDEADLK, init after fini
  * works, and the thread that called init can be attached as a worker and
  * still tear the group down.
@@ -348,6 +349,14 @@ static void *c7_detached(void *arg)
 	return NULL;
 }
 
+static void *c7_detached_quick(void *arg)
+{
+	struct c7_run *r = arg;
+
+	atomic_fetch_add(&r->ran, 1);
+	return NULL;
+}
+
 TEST_F(c7, detached_worker_frees_itself)
 {
 	struct c7_run *r = &self->run;
@@ -370,19 +379,48 @@ TEST_F(c7, detached_worker_frees_itself)
 	EXPECT_EQ(-EINVAL, umcg_join(t, NULL));
 	atomic_store(&r->flag, 1);
 	ASSERT_EQ(0, umcg_unpark(t));
-	/* t may be freed from here on. */
 	ASSERT_TRUE(CT_WAIT(atomic_load(&r->ran) == 2, 2000));
 	ASSERT_TRUE(CT_WAIT(umcg_stats(&st) == 0 && st.live == 0, 2000));
 	EXPECT_EQ(2, st.exited);
 	EXPECT_EQ(2, st.spawned);
+	/* The handle's reference kept its memory: it is freed here. */
+	EXPECT_EQ(0, umcg_thread_put(t));
 }
 
-static void *c7_detached_quick(void *arg)
+/*
+ * A handle outlives its thread while it holds a reference: a detached
+ * worker's from umcg_spawn(), a joinable one's from umcg_thread_get().
+ * Calls on it then say the thread is gone (-ESRCH) instead of touching
+ * freed memory (which ASan reports).
+ */
+TEST_F(c7, stale_handle_gets_esrch)
 {
-	struct c7_run *r = arg;
+	struct c7_run *r = &self->run;
+	struct umcg_attr a = ct_attr(-1);
+	umcg_thread_t *t, *j;
+	struct umcg_stats st;
 
-	atomic_fetch_add(&r->ran, 1);
-	return NULL;
+	a.flags = UMCG_ATTR_DETACHED;
+	ASSERT_EQ(0, umcg_spawn(&t, &a, c7_detached_quick, r));
+	ASSERT_TRUE(CT_WAIT(atomic_load(&r->ran) == 1, 2000));
+	/* Done, and gone from the group: a detached thread has freed itself. */
+	ASSERT_TRUE(CT_WAIT(umcg_stats(&st) == 0 && st.live == 0, 2000));
+	ASSERT_TRUE(CT_WAIT(umcg_thread_state(t) == UMCG_STATE_DONE, 2000));
+	EXPECT_EQ(-ESRCH, umcg_unpark(t));
+	EXPECT_EQ(-EINVAL, umcg_join(t, NULL));
+	EXPECT_EQ(UMCG_STATE_DONE, umcg_thread_state(t));
+	EXPECT_EQ(0, umcg_thread_put(t));
+
+	/* A joinable one, with a reference of its own past the join. */
+	ASSERT_EQ(0, umcg_spawn(&j, NULL, c7_detached_quick, r));
+	ASSERT_EQ(0, umcg_thread_get(j));
+	ASSERT_EQ(0, umcg_join(j, NULL));
+	EXPECT_EQ(UMCG_STATE_DONE, umcg_thread_state(j));
+	EXPECT_EQ(-ESRCH, umcg_unpark(j));
+	EXPECT_EQ(-EINVAL, umcg_join(j, NULL));	/* joined once already */
+	EXPECT_EQ(0, umcg_thread_put(j));
+	EXPECT_EQ(-EINVAL, umcg_thread_get(NULL));
+	EXPECT_EQ(-EINVAL, umcg_thread_put(NULL));
 }
 
 /*

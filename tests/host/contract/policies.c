@@ -614,6 +614,77 @@ FIXTURE_TEARDOWN(spi)
 		EXPECT_EQ(0, umcg_fini());
 }
 
+/*
+ * A policy that once hands out a thread that is not RUNNABLE (a parked
+ * one): libumcg ignores that pick, counts it and asks again; it neither
+ * runs the thread nor aborts.
+ */
+static umcg_thread_t *_Atomic p_bad_next;
+static _Atomic int p_bad_given;
+
+static umcg_thread_t *p_bad_pick(void *priv, int core)
+{
+	umcg_thread_t *t = atomic_exchange(&p_bad_next, NULL);
+
+	if (t) {
+		atomic_fetch_add(&p_bad_given, 1);
+		return t;
+	}
+	return lifo_pick(priv, core);
+}
+
+static void p_bad_fini(void *priv)
+{
+	lifo_fini(priv);
+	free(priv);
+}
+
+static const struct umcg_policy_ops p_bad_policy = {
+	.name		= "test-bad-pick",
+	.init		= lifo_init,
+	.fini		= p_bad_fini,
+	.enqueue	= lifo_enqueue,
+	.pick		= p_bad_pick,
+	.remove		= lifo_remove,
+};
+
+static void *p_park_until(void *arg)
+{
+	_Atomic int *flag = arg;
+
+	while (!atomic_load(flag))
+		umcg_park();
+	return NULL;
+}
+
+static void *p_mark(void *arg)
+{
+	atomic_fetch_add((_Atomic int *)arg, 1);
+	return NULL;
+}
+
+TEST_F(spi, wrong_pick_is_ignored)
+{
+	struct umcg_config cfg = ct_config(1, NULL);
+	_Atomic int flag = 0, ran = 0;
+	umcg_thread_t *a, *b;
+
+	cfg.policy = &p_bad_policy;
+	ASSERT_EQ(0, umcg_init(&cfg));
+	self->inited = true;
+	ASSERT_EQ(0, umcg_spawn(&a, NULL, p_park_until, &flag));
+	ASSERT_TRUE(CT_WAIT(umcg_thread_state(a) == UMCG_STATE_PARKED, 2000));
+	atomic_store(&p_bad_next, a);
+	ASSERT_EQ(0, umcg_spawn(&b, NULL, p_mark, &ran));
+	ASSERT_TRUE(CT_WAIT(atomic_load(&ran) == 1, 2000));
+	EXPECT_EQ(1, atomic_load(&p_bad_given));
+	EXPECT_EQ(UMCG_STATE_PARKED, umcg_thread_state(a));
+	atomic_store(&flag, 1);
+	ASSERT_EQ(0, umcg_unpark(a));
+	EXPECT_EQ(0, umcg_join(a, NULL));
+	EXPECT_EQ(0, umcg_join(b, NULL));
+}
+
 TEST_F(spi, incomplete_tables_refused)
 {
 	struct umcg_config cfg = ct_config(1, NULL);

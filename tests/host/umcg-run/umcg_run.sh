@@ -17,12 +17,25 @@
 #         blocking call lets another thread run at once (pthread_load
 #         --handoff), with the default and the fifo policy
 #   dump  "umcgctl dump PID" makes a running umcg-run'ed program write a
-#         dump listing its threads to its stderr
+#         dump listing its threads to its stderr, on the default signal
+#         (not SIGUSR1 or SIGUSR2, which stay the program's) and on another;
+#         UMCG_DUMP_SIGNAL=none takes no signal, and with no time slice no
+#         SIGURG either
+#   machine  what an unmodified program sees (machine.c): nproc and the
+#         affinity calls report the group's CPUs (2 under --cores 2), a
+#         worker's own setaffinity is honoured or fails with EINVAL;
+#         children started with system(), popen(), posix_spawn() and fork()
+#         get the program's CPUs and SCHED_OTHER; a SIGTERM that the program
+#         blocks and takes with sigwait() reaches sigwait, run after run;
+#         four threads spin-waiting on a flag a fifth sets finish on one
+#         core under the default time slice (and, with --time-slice-us 0,
+#         do not: the check can fail)
 #
 # Set by ctest: UMCG_RUN, UMCGCTL, UMCG_RUN_LOAD, UMCG_RUN_EARLY (binaries),
 # UMCG_RUN_PRELOAD_LIB and UMCG_RUN_SANITIZED (1 in sanitizer builds).
-part=${1:?usage: umcg_run.sh cli|c1|c2|dump}
+part=${1:?usage: umcg_run.sh cli|c1|c2|dump|machine}
 run=${UMCG_RUN:?} ctl=${UMCGCTL:?} load=${UMCG_RUN_LOAD:?} lib=${UMCG_RUN_PRELOAD_LIB:?}
+machine=${UMCG_RUN_MACHINE:?}
 early=${UMCG_RUN_EARLY:?}
 unset UMCG_BACKEND UMCG_DUMP_SIGNAL UMCG_RUN_CORES UMCG_RUN_POLICY UMCG_RUN_TIME_SLICE_US \
 	UMCG_RUN_BLOCKED_US UMCG_RUN_CPUS UMCG_RUN_PRELOAD LD_PRELOAD
@@ -84,7 +97,7 @@ run_load() {
 }
 
 part_cli() {
-	echo "1..24"
+	echo "1..26"
 	check 0 "Usage: umcg-run" "$run" --help
 	check 2 "unknown option '--bogus'" "$run" --bogus -- true
 	check 2 "unknown option '-x'" "$run" -x -- true
@@ -115,21 +128,26 @@ part_cli() {
 		[ "$(cat /proc/$victim/comm 2>/dev/null)" = sleep ] && break
 		sleep 0.05
 	done
-	check 1 "does not catch signal 12 (SIGUSR2)" "$ctl" dump "$victim"
+	check 1 "does not catch signal [0-9]* (SIGRTMAX-3)" "$ctl" dump "$victim"
+	check 1 "does not catch signal 12 (SIGUSR2)" env UMCG_DUMP_SIGNAL=USR2 "$ctl" dump "$victim"
+	check 2 "dumps are off" env UMCG_DUMP_SIGNAL=none "$ctl" dump "$victim"
 	kill "$victim"; wait "$victim" 2>/dev/null
 	check 1 "no process $victim" "$ctl" dump "$victim"
 }
 
+# Where max_concurrency is counted, with --time-slice-us 0: a section the
+# slice cuts short lets another start (C1 counts workers on cores, not
+# sections).
 part_c1() {
 	local out rc
 	echo "1..10"
 	if preload_skip "--cores 1"; then :; else
-		run_load "umcg-run --cores 1" -le 1 "$run" --cores 1 --
+		run_load "umcg-run --cores 1" -le 1 "$run" --cores 1 -t 0 --
 	fi
 	if [ "$ncpu" -lt 2 ]; then
 		skip "--cores 2: one CPU only"
 	elif preload_skip "--cores 2"; then :; else
-		run_load "umcg-run --cores 2" -le 2 "$run" --cores 2 --
+		run_load "umcg-run --cores 2" -le 2 "$run" --cores 2 -t 0 --
 	fi
 	# The same program on its own: the check above can fail.
 	if [ "$ncpu" -lt 2 ]; then
@@ -141,10 +159,10 @@ part_c1() {
 		run_load "without umcg-run" -gt 1 env
 	fi
 	if preload_skip "fifo"; then :; else
-		run_load "umcg-run --cores 1 --policy fifo" -le 1 "$run" --cores 1 --policy fifo --
+		run_load "umcg-run --cores 1 --policy fifo" -le 1 "$run" --cores 1 -t 0 --policy fifo --
 	fi
 	if preload_skip "pinned"; then :; else
-		run_load "umcg-run --cores 1 --policy pinned" -le 1 "$run" -c 1 -p pinned --
+		run_load "umcg-run --cores 1 --policy pinned" -le 1 "$run" -c 1 -t 0 -p pinned --
 	fi
 	# Preempted sections interleave: only the results are checked.
 	if preload_skip "time slice"; then :; else
@@ -157,7 +175,7 @@ part_c1() {
 		skip "child of a managed shell: one CPU only"
 	elif preload_skip "child of a managed shell"; then :; else
 		run_load "child of a managed shell, --cores 2" -le 2 \
-			"$run" --cores 2 -- sh -c '"$0"; r=$?; exit $r'
+			"$run" --cores 2 -t 0 -- sh -c '"$0"; r=$?; exit $r'
 	fi
 	# exit() from a thread that lost its core in a read libumcg did not see,
 	# while a worker holds the only core and never blocks: must not hang.
@@ -272,14 +290,156 @@ dump_case() {
 	fi
 }
 
+# caught PID SIG: does PID catch SIG (/proc's SigCgt)?
+caught() {
+	local mask
+	mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null)
+	[ -n "$mask" ] && (( (0x$mask >> ($2 - 1)) & 1 ))
+}
+
 part_dump() {
-	echo "1..4"
-	if preload_skip "dump (SIGUSR2)" && preload_skip "exit after dump (SIGUSR2)" &&
-	   preload_skip "dump (SIGUSR1)" && preload_skip "exit after dump (SIGUSR1)"; then
+	local pid i rt
+	echo "1..7"
+	if preload_skip "dump (default)" && preload_skip "exit after dump (default)" &&
+	   preload_skip "dump (SIGUSR1)" && preload_skip "exit after dump (SIGUSR1)" &&
+	   preload_skip "default signal" && preload_skip "none" && preload_skip "none, umcgctl"; then
 		return
 	fi
-	dump_case "dump on SIGUSR2" "" --cores 1
+	dump_case "dump on the default signal" "" --cores 1
 	dump_case "dump on --dump-signal USR1" "UMCG_DUMP_SIGNAL=USR1" --cores 1 --dump-signal USR1
+	# The default is SIGRTMAX-3 (kill -l's RTMAX-3); USR1 and USR2 (the
+	# JVM's suspend signal) are left alone.
+	rt=$(kill -l RTMAX-3 2>/dev/null || echo 61)
+	for sigenv in "" "UMCG_DUMP_SIGNAL=none"; do
+		rm -f "$tmp/sig.out"
+		# No time slice in the second: no SIGURG handler either.
+		env $sigenv "$run" --cores 1 ${sigenv:+-t 0} -- "$machine" sigwait \
+			> "$tmp/sig.out" 2>&1 &
+		pid=$!
+		wait_for "$tmp/sig.out" '^ready$' || true
+		if [ -z "$sigenv" ]; then
+			if caught $pid "$rt" && ! caught $pid 10 && ! caught $pid 12; then
+				ok "default dump signal: catches $rt, not SIGUSR1 or SIGUSR2"
+			else
+				not_ok "default dump signal: SigCgt $(grep SigCgt /proc/$pid/status), want bit $rt and not 10, 12"
+			fi
+		else
+			if kill -0 $pid 2>/dev/null && ! caught $pid "$rt" &&
+			   ! caught $pid 10 && ! caught $pid 12 && ! caught $pid 23; then
+				ok "UMCG_DUMP_SIGNAL=none, -t 0: no dump signal, no SIGURG caught"
+			else
+				not_ok "UMCG_DUMP_SIGNAL=none: SigCgt $(grep SigCgt /proc/$pid/status)"
+			fi
+			check 1 "does not catch signal $rt" "$ctl" dump "$pid"
+		fi
+		kill -TERM $pid 2>/dev/null
+		wait $pid
+	done
+}
+
+# val NAME TEXT: the value of NAME=... in TEXT.
+val() { sed -n "s/^$1=//p" <<< "$2" | head -n 1; }
+
+part_machine() {
+	local out rc pid fails runs i j how cpus pol c
+	echo "1..11"
+	if [ "${UMCG_RUN_SANITIZED:-0}" = 1 ]; then
+		for i in $(seq 11); do preload_skip "machine $i"; done
+		return
+	fi
+	# nproc and the affinity calls: the group's CPUs.
+	c=1
+	[ "$ncpu" -ge 2 ] && c=2
+	out=$(timeout 20 "$run" --cores $c -- nproc 2>&1 < /dev/null)
+	if [ "$out" = "$c" ]; then
+		ok "nproc under --cores $c: $out"
+	else
+		not_ok "nproc under --cores $c: '$out', want $c"
+	fi
+	out=$(timeout 20 "$run" --cores 1 -- nproc 2>&1 < /dev/null)
+	if [ "$out" = 1 ]; then
+		ok "nproc under --cores 1: $out"
+	else
+		not_ok "nproc under --cores 1: '$out', want 1"
+	fi
+	out=$(timeout 20 "$run" --cores $c -- "$machine" affinity 2>&1 < /dev/null)
+	rc=$?
+	sed 's/^/# /' <<< "$out"
+	if [ $rc = 0 ] && [ "$(val affinity "$out")" = ok ] &&
+	   [ "$(val main_cpus "$out")" = $c ] && [ "$(val main_pcpus "$out")" = $c ] &&
+	   [ "$(val thread_cpus "$out")" = $c ] && [ "$(val thread_pcpus "$out")" = $c ] &&
+	   [ "$(val pid_cpus "$out")" = $c ]; then
+		ok "affinity calls under --cores $c report $c CPUs; set_one=$(val set_one "$out")"
+	else
+		not_ok "affinity calls under --cores $c (exit $rc; want $c CPUs everywhere and affinity=ok)"
+	fi
+	# The program's own check, unmanaged: setting one CPU is honoured.
+	out=$(timeout 20 "$machine" affinity 2>&1 < /dev/null)
+	rc=$?
+	if [ $rc = 0 ] && [ "$(val affinity "$out")" = ok ] && [ "$(val set_one "$out")" = ok ]; then
+		ok "affinity without umcg-run: set_one honoured"
+	else
+		not_ok "affinity without umcg-run (exit $rc): $(head -c 300 <<< "$out")"
+	fi
+	# Children: the program's CPUs (all $ncpu of this test's), SCHED_OTHER.
+	out=$(timeout 20 "$run" --cores 1 -- "$machine" spawn 2>&1 < /dev/null)
+	rc=$?
+	sed 's/^/# /' <<< "$out"
+	for how in system popen posix_spawn fork; do
+		cpus=$(val ${how}_cpus "$out") pol=$(val ${how}_policy "$out")
+		if [ "$cpus" = "$ncpu" ] && [ "$pol" = 0 ]; then
+			ok "$how() child under --cores 1: $cpus CPUs, policy $pol"
+		else
+			not_ok "$how() child under --cores 1: '${cpus:-?}' CPUs, policy '${pol:-?}' (want $ncpu, 0; exit $rc)"
+		fi
+	done
+	# SIGTERM, blocked by the program and taken by sigwait(): 20 runs.
+	runs=20 fails=0
+	for i in $(seq $runs); do
+		: > "$tmp/sw.out"
+		"$run" --cores $c -- "$machine" sigwait > "$tmp/sw.out" 2>&1 &
+		pid=$!
+		if ! wait_for "$tmp/sw.out" '^ready$'; then
+			kill -KILL $pid 2>/dev/null
+			wait $pid
+			fails=$((fails + 1))
+			echo "# run $i: never ready: $(head -c 200 "$tmp/sw.out")"
+			continue
+		fi
+		kill -TERM $pid
+		# 10 s to take it and exit (no subshell: it would run our trap).
+		for j in $(seq 100); do
+			kill -0 $pid 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL $pid 2>/dev/null
+		wait $pid
+		rc=$?
+		if [ $rc != 0 ] || ! grep -q '^sigwait=SIGTERM$' "$tmp/sw.out"; then
+			fails=$((fails + 1))
+			echo "# run $i: exit $rc: $(head -c 200 "$tmp/sw.out")"
+		fi
+	done
+	if [ $fails = 0 ]; then
+		ok "SIGTERM reached sigwait() in $runs of $runs runs"
+	else
+		not_ok "SIGTERM reached sigwait() in $((runs - fails)) of $runs runs"
+	fi
+	# Spin-waits on one core: the default time slice lets the setter run.
+	out=$(timeout 20 "$run" --cores 1 -- "$machine" spin 2>&1 < /dev/null)
+	rc=$?
+	if [ $rc = 0 ] && [ "$(val spin "$out")" = ok ]; then
+		ok "4 spinners and a setter on one core, default time slice"
+	else
+		not_ok "4 spinners and a setter on one core, default time slice (exit $rc, 124: livelock): $(head -c 200 <<< "$out")"
+	fi
+	out=$(timeout 3 "$run" --cores 1 --time-slice-us 0 -- "$machine" spin 2>&1 < /dev/null)
+	rc=$?
+	if [ $rc = 124 ]; then
+		ok "the same with --time-slice-us 0 livelocks (the check above can fail)"
+	else
+		not_ok "the same with --time-slice-us 0: exit $rc, want 124 (timeout): $(head -c 200 <<< "$out")"
+	fi
 }
 
 echo "TAP version 13"
@@ -288,6 +448,7 @@ cli) part_cli ;;
 c1) part_c1 ;;
 c2) part_c2 ;;
 dump) part_dump ;;
+machine) part_machine ;;
 *) echo "Bail out! unknown part '$part'"; exit 1 ;;
 esac
 [ $fail = 0 ] || exit 1
