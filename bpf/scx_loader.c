@@ -146,6 +146,59 @@ static int set_ops_name(struct umcg_scx *s, const char *name)
 	return -ENOENT;
 }
 
+int umcg_scx_cpus_check(const char *possible)
+{
+	const char *p = possible;
+	unsigned long hi = 0;
+	char *end;
+
+	if (!p || !*p)
+		return -EINVAL;
+	while (*p && *p != '\n') {
+		unsigned long a = strtoul(p, &end, 10), b = a;
+
+		if (end == p)
+			return -EINVAL;
+		p = end;
+		if (*p == '-') {
+			b = strtoul(p + 1, &end, 10);
+			if (end == p + 1 || b < a)
+				return -EINVAL;
+			p = end;
+		}
+		if (b > hi)
+			hi = b;
+		if (*p == ',')
+			p++;
+		else if (*p && *p != '\n')
+			return -EINVAL;
+	}
+	return hi >= UMCG_SCX_MAX_CPUS ? -E2BIG : 0;
+}
+
+#ifdef UMCG_HAVE_SCX_ENFORCE
+/* umcg_scx_cpus_check() of this machine, with the reason on stderr. */
+static int umcg_scx_cpus_ok(void)
+{
+	char buf[256] = "";
+	FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+	int ret;
+
+	if (!f)
+		return 0;	/* the kernel's own check (ops.init) remains */
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	ret = umcg_scx_cpus_check(buf);
+	if (ret == -E2BIG)
+		fprintf(stderr, "umcg scheduler: possible CPUs %.*s: the enforcer "
+			"manages CPUs 0-%d only (UMCG_SCX_MAX_CPUS); refusing to "
+			"load rather than leave the others unenforced\n",
+			(int)strcspn(buf, "\n"), buf, UMCG_SCX_MAX_CPUS - 1);
+	return ret == -E2BIG ? ret : 0;
+}
+#endif
+
 int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts)
 {
 	struct umcg_scx_opts o = { 0 };
@@ -159,6 +212,11 @@ int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts)
 		return -EINVAL;
 	if (o.name && !name_ok(o.name))
 		return -EINVAL;
+#ifdef UMCG_HAVE_SCX_ENFORCE
+	ret = umcg_scx_cpus_ok();
+	if (ret)
+		return ret;
+#endif
 
 	libbpf_debug = o.verbose;
 	libbpf_set_print(libbpf_print);

@@ -82,6 +82,16 @@ int umcg_scx_sysfs_read(const char *name, char *buf, size_t len);
 int umcg_scx_open(struct umcg_scx **sp, const struct umcg_scx_opts *opts);
 
 /*
+ * Can the enforcer manage every CPU of a machine whose possible CPUs are
+ * @possible (the list format of /sys/devices/system/cpu/possible,
+ * "0-3,8")?  0, or -E2BIG when one is UMCG_SCX_MAX_CPUS or above (it
+ * would run unenforced), or -EINVAL for a list it cannot read.
+ * umcg_scx_open() of the enforcer refuses such a machine with -E2BIG and
+ * says why on stderr.
+ */
+int umcg_scx_cpus_check(const char *possible);
+
+/*
  * Register the loaded instance as the system's sched_ext scheduler.
  * -EALREADY: this handle is attached.  -EBUSY: another scheduler is loaded
  * (only one can be).  -EINVAL: the handle already ran once; open a new one.

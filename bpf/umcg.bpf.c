@@ -259,6 +259,16 @@ void BPF_STRUCT_OPS(umcg_tick, struct task_struct *p)
 {
 	enf_tick(p);
 }
+
+void BPF_STRUCT_OPS(umcg_cpu_online, s32 cpu)
+{
+	enf_cpu_hotplug(cpu, true);
+}
+
+void BPF_STRUCT_OPS(umcg_cpu_offline, s32 cpu)
+{
+	enf_cpu_hotplug(cpu, false);
+}
 #endif
 
 void BPF_STRUCT_OPS(umcg_quiescent, struct task_struct *p, u64 deq_flags)
@@ -349,6 +359,8 @@ struct sched_ext_ops umcg_ops = {
 	.runnable	= (void *)umcg_runnable,
 	.exit_task	= (void *)umcg_exit_task,
 	.tick		= (void *)umcg_tick,
+	.cpu_online	= (void *)umcg_cpu_online,
+	.cpu_offline	= (void *)umcg_cpu_offline,
 #endif
 	.enable		= (void *)umcg_enable,
 	.disable	= (void *)umcg_disable,

@@ -156,6 +156,30 @@
  *    UMCG_TF_PREEMPT is in the published word only, never in t->state
  *    nor the slot's mirror.
  *
+ * m. Faults and other users.  Nothing a thread's owner (or root) may do to
+ *    it can eject the scheduler for the machine.  Every insert or move to
+ *    SCX_DSQ_LOCAL_ON first asks enf_cpu_ok(): the CPU in the task's
+ *    affinity (cpus_ptr: sched_setaffinity(), a cpuset change), no move of
+ *    a migration-disabled task off its CPU, the CPU online (n.).  Else:
+ *    a server runs where it is (SCX_DSQ_LOCAL), never held, its slot
+ *    flagged UMCG_SCX_TF_EVICTED until it is queued on its CPU again; a
+ *    held worker released or picked goes to the global DSQ (any CPU it
+ *    may run on); pick of a worker for a CPU outside its affinity stays
+ *    -EINVAL.  A woken worker that exits, has a fatal signal pending or is
+ *    in execve() is not held (enf_dying(), published RUNNING).  A worker
+ *    whose mm is no longer the one it registered with (execve(); not
+ *    exit_mm(), see enf_task_of()) is dropped as at exit (h., DONE).
+ *
+ * n. CPU hotplug.  ops.cpu_online/cpu_offline mark the CPU (enf_cpus
+ *    offline) and ring its servers' doorbell: the kernel exits a scheduler
+ *    without them.  The kernel moves what was queued on an offline CPU to
+ *    online ones (our enqueue decides again there); its server is evicted
+ *    (m.) until the CPU is back.
+ *
+ * Limits.  UMCG_SCX_MAX_CPUS: a server registers only for a CPU below it
+ * (-EINVAL), and the load fails (ops.init -E2BIG) on a machine with more
+ * possible CPUs, rather than leave those CPUs unenforced.
+ *
  * Not yet: switch (fused), park, the policy queueing the
  * next worker per core, clearing events (the map is read-only: the
  * library compares seq), pinned programs for unprivileged processes (the
@@ -193,6 +217,9 @@ struct enf_task {
 	u32	slice_out;	/* worker: a tick found its slice used up */
 	u16	lib_nohold;	/* worker: UMCG_SCX_REGISTER_IN_LIB */
 	u16	lib_sleep;	/* worker: asleep since in_lib read non-zero */
+	u64	mm;		/* its address space at register (m.) */
+	u32	evicted;	/* server: its CPU was out of reach (m.) */
+	u32	pad;
 };
 
 struct enf_slot {
@@ -221,7 +248,7 @@ struct enf_cpu {
 	u32	need_server;	/* dispatch: run the held server next */
 	u32	nr_held;	/* registered servers held in sched_yield() */
 	u32	nr_doorbell;	/* registered servers woken by the doorbell */
-	u32	pad;
+	u32	offline;	/* ops.cpu_offline came last (n.) */
 };
 
 struct enf_timer {
@@ -315,7 +342,8 @@ static __always_inline void enf_stat(u32 idx)
 		s->cnt[idx]++;
 }
 
-static __always_inline struct enf_task *enf_task_of(struct task_struct *p)
+/* @p's registration as stored, whatever became of @p since (see enf_task_of()). */
+static __always_inline struct enf_task *enf_task_get(struct task_struct *p)
 {
 	struct enf_task *t = bpf_task_storage_get(&enf_tasks, p, 0, 0);
 
@@ -407,6 +435,56 @@ static __always_inline void enf_publish(struct enf_task *t, u32 state,
 }
 
 /*
+ * May @p go to @cpu's local DSQ (m.)?  The kernel ejects the scheduler, for
+ * every process, when an insert or move to SCX_DSQ_LOCAL_ON names a CPU
+ * outside the task's affinity (cpus_ptr) or moves a migration-disabled
+ * task to another CPU (task_can_run_on_remote_rq()).  An offline CPU
+ * (n.) is no error for the kernel, which falls back to the global DSQ,
+ * but is no CPU to run on either.  Stable under @p's rq lock (hooks); for
+ * a move from a timer or syscall program, an affinity change since this
+ * check dequeued @p, and the move fails (the iterator lost it).
+ */
+static __always_inline bool enf_cpu_ok(struct task_struct *p, u32 cpu)
+{
+	struct enf_cpu *c;
+
+	if (cpu >= UMCG_SCX_MAX_CPUS || cpu >= scx_bpf_nr_cpu_ids())
+		return false;
+	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	if (p->migration_disabled && scx_bpf_task_cpu(p) != (s32)cpu)
+		return false;
+	c = enf_cpu_of(cpu);
+	return !c || !READ_ONCE(c->offline);
+}
+
+/*
+ * Server @t could (@evicted false) or could not run on its CPU when it was
+ * last queued: published in its slot's UMCG_SCX_TASK_FLAGS word
+ * (UMCG_SCX_TF_EVICTED), counted once per change.
+ */
+static __always_inline void enf_set_evicted(struct enf_task *t, bool evicted)
+{
+	struct umcg_scx_shared *sh;
+	u32 slot = t->slot & (UMCG_SCX_MAX_TASKS - 1);
+
+	if (t->evicted == (u32)evicted)
+		return;
+	t->evicted = evicted;
+	sh = enf_shared();
+	if (sh) {
+		if (evicted)
+			__sync_fetch_and_or(&sh->task[slot].reserved[UMCG_SCX_TASK_FLAGS],
+					    UMCG_SCX_TF_EVICTED);
+		else
+			__sync_fetch_and_and(&sh->task[slot].reserved[UMCG_SCX_TASK_FLAGS],
+					     ~UMCG_SCX_TF_EVICTED);
+	}
+	if (evicted)
+		enf_stat(UMCG_SCX_ENF_EVICTED);
+}
+
+/*
  * The local DSQ a worker picked for @cpu goes to: @cpu's own, unless its
  * server is due (need_server), which only dispatch runs: then @cpu's
  * worker DSQ, which dispatch takes after the server.
@@ -488,6 +566,83 @@ static __always_inline void enf_server_count(struct enf_task *t, int delta)
 		__sync_fetch_and_add(&c->nr_doorbell, delta);
 	else
 		__sync_fetch_and_add(&c->nr_held, delta);
+}
+
+/* Drop group reference @gi of process @tgid (the last one frees it). */
+static __always_inline void enf_group_put(u32 gi, u32 tgid)
+{
+	struct enf_group *g = bpf_map_lookup_elem(&groups, &gi);
+
+	/*
+	 * Known race, first slice: a thread of the same process registering
+	 * right now can find the group before it is freed and keep using a
+	 * group another process may then claim.
+	 */
+	if (g && __sync_fetch_and_add(&g->nr, -1) == 1)
+		__sync_val_compare_and_swap(&g->tgid, tgid, 0);
+}
+
+/*
+ * @p's registration ends without an unregister (h., m.): it exited, or its
+ * address space is not the one it registered with (execve()).  Published DONE, its server told, slot and group
+ * reference freed.  Whoever takes t->role first does it: the task's own
+ * hooks, or a timer or command that found it in a DSQ.
+ */
+static __always_inline void enf_drop(struct task_struct *p, struct enf_task *t)
+{
+	u32 role = t->role, idx;
+	struct enf_slot *s;
+
+	if (!role || __sync_val_compare_and_swap(&t->role, role, 0) != role)
+		return;
+	enf_publish(t, UMCG_TASK_DONE, ENF_TS_NONE, 0);
+	enf_stat(UMCG_SCX_ENF_EXIT);
+	if (role == ENF_ROLE_SERVER)
+		enf_server_count(t, -1);
+	else
+		enf_ring(t->cpu);	/* its server looks for DONE */
+	t->held = 0;
+	enf_group_put(t->group, p->tgid);
+	idx = t->slot;
+	s = bpf_map_lookup_elem(&slots, &idx);
+	if (!s)
+		return;
+	/*
+	 * Only this thread frees its slot, and it held it until now.  The
+	 * slot is keyed by the tid the thread registered with, not by its
+	 * pid now: a thread that is not the leader and calls execve() takes
+	 * the leader's tid, and the leader gets the old one (de_thread), so
+	 * p->pid may legitimately differ.  Comparing with p->pid made any
+	 * process able to eject the scheduler for everyone that way.
+	 */
+	if (s->tid != t->tid) {
+		scx_bpf_error("umcg: slot %u of %d (tid %u) owned by %u", idx,
+			      p->pid, t->tid, s->tid);
+		return;
+	}
+	WRITE_ONCE(s->pick_cpu, 0);
+	WRITE_ONCE(s->state, UMCG_TASK_NEW);
+	WRITE_ONCE(s->tid, 0);
+}
+
+/*
+ * @p's registration, NULL for a thread that is not ours.  One that is no
+ * longer the program that registered (m.: another mm, after execve()) is
+ * dropped here: nothing of the old registration applies to the new image.
+ * Not a thread past exit_mm() (no mm): it keeps its slot until exit_task,
+ * which comes once its tid is gone, as libumcg tells a thread that exited
+ * from a live one that lost its slot (a live one keeps its tid); its
+ * wake-ups are not held meanwhile (enf_dying()).
+ */
+static __always_inline struct enf_task *enf_task_of(struct task_struct *p)
+{
+	struct enf_task *t = enf_task_get(p);
+
+	if (t && p->mm && t->mm != (u64)p->mm) {
+		enf_drop(p, t);
+		return NULL;
+	}
+	return t;
 }
 
 /*
@@ -596,7 +751,8 @@ static __always_inline bool enf_select_cpu(struct task_struct *p, s32 prev_cpu,
 	if (!t)
 		return false;
 	if (t->role == ENF_ROLE_SERVER) {
-		*cpu = t->cpu;
+		/* Out of reach (m.): where it was; the kernel corrects that. */
+		*cpu = enf_cpu_ok(p, t->cpu) ? (s32)t->cpu : prev_cpu;
 		return true;
 	}
 	if (t->state == UMCG_TASK_BLOCKED) {
@@ -616,6 +772,21 @@ static __always_inline bool enf_select_cpu(struct task_struct *p, s32 prev_cpu,
 		return true;
 	}
 	return false;
+}
+
+#define ENF_PF_EXITING		0x00000004	/* include/linux/sched.h */
+#define ENF_SIGKILL		9
+
+/*
+ * @p exits, has a fatal signal pending (fatal_signal_pending()), or is in
+ * execve() (whose de_thread() sleeps until the other threads, servers
+ * included, are gone; the image that follows is no worker of ours: m.).
+ */
+static __always_inline bool enf_dying(struct task_struct *p)
+{
+	return (p->flags & ENF_PF_EXITING) ||
+	       (p->pending.signal.sig[0] & (1UL << (ENF_SIGKILL - 1))) ||
+	       BPF_CORE_READ_BITFIELD_PROBED(p, in_execve);
 }
 
 /* ops.runnable */
@@ -638,6 +809,17 @@ static __always_inline void enf_runnable(struct task_struct *p, u64 enq_flags)
 		 * left the CPU in s->pick_cpu, which enqueue() consumes.
 		 */
 		t->state = UMCG_TASK_RUNNING;
+		return;
+	}
+	if (enf_dying(p)) {
+		/*
+		 * Exiting, or a fatal signal ended the sleep (uapi/umcg.h:
+		 * fatal ones end the wait): it runs on to its end, not held
+		 * for servers that may be dying with it.
+		 */
+		t->lib_sleep = 0;
+		enf_publish(t, UMCG_TASK_RUNNING, ENF_TS_NONE, 0);
+		enf_stat(UMCG_SCX_ENF_DYING_WAKE);
 		return;
 	}
 	if (t->lib_sleep) {
@@ -676,6 +858,18 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		u64 local = SCX_DSQ_LOCAL_ON | (t->cpu & (UMCG_SCX_MAX_CPUS - 1));
 
 		/*
+		 * Its CPU is out of reach (m.): its affinity or cpuset no
+		 * longer has it, or it went offline.  It runs where it is,
+		 * never held, until it can go back.
+		 */
+		if (!enf_cpu_ok(p, t->cpu)) {
+			enf_set_evicted(t, true);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+			return true;
+		}
+		enf_set_evicted(t, false);
+
+		/*
 		 * A doorbell server is never held: it waits its turn on its
 		 * CPU's local DSQ like any thread.  Not preempting the
 		 * worker there: with that, c2_latency saw libumcg abort on
@@ -709,8 +903,7 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 
 			/* Picked while asleep (i): straight to its CPU. */
 			enf_stat(UMCG_SCX_ENF_PICK_DIRECT);
-			if (cpu < scx_bpf_nr_cpu_ids() &&
-			    bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+			if (enf_cpu_ok(p, cpu)) {
 				scx_bpf_dsq_insert(p, enf_worker_dsq(cpu), slice,
 						enq_flags);
 				if (cpu != bpf_get_smp_processor_id())
@@ -961,50 +1154,10 @@ static __always_inline void enf_keep_prev(struct task_struct *prev, u64 slice)
 /* ops.exit_task */
 static __always_inline void enf_exit_task(struct task_struct *p)
 {
-	struct enf_task *t = enf_task_of(p);
-	struct enf_group *g;
-	struct enf_slot *s;
-	u32 idx;
+	struct enf_task *t = enf_task_get(p);
 
-	if (!t)
-		return;
-	enf_publish(t, UMCG_TASK_DONE, ENF_TS_NONE, 0);
-	enf_stat(UMCG_SCX_ENF_EXIT);
-	if (t->role == ENF_ROLE_SERVER)
-		enf_server_count(t, -1);
-	else
-		enf_ring(t->cpu);	/* its server looks for DONE */
-	t->role = 0;
-	idx = t->group;
-	g = bpf_map_lookup_elem(&groups, &idx);
-	/*
-	 * The last thread frees the group.  Known race, first slice: a
-	 * thread of the same process registering right now can find the
-	 * group before it is freed and keep using a group another process
-	 * may then claim.
-	 */
-	if (g && __sync_fetch_and_add(&g->nr, -1) == 1)
-		__sync_val_compare_and_swap(&g->tgid, p->tgid, 0);
-	idx = t->slot;
-	s = bpf_map_lookup_elem(&slots, &idx);
-	if (!s)
-		return;
-	/*
-	 * Only this thread frees its slot, and it held it until now.  The
-	 * slot is keyed by the tid the thread registered with, not by its
-	 * pid now: a thread that is not the leader and calls execve() takes
-	 * the leader's tid, and the leader gets the old one (de_thread), so
-	 * p->pid may legitimately differ.  Comparing with p->pid made any
-	 * process able to eject the scheduler for everyone that way.
-	 */
-	if (s->tid != t->tid) {
-		scx_bpf_error("umcg: slot %u of %d (tid %u) owned by %u", idx,
-			      p->pid, t->tid, s->tid);
-		return;
-	}
-	WRITE_ONCE(s->pick_cpu, 0);
-	WRITE_ONCE(s->state, UMCG_TASK_NEW);
-	WRITE_ONCE(s->tid, 0);
+	if (t)
+		enf_drop(p, t);
 }
 
 /*
@@ -1022,8 +1175,14 @@ static __always_inline bool enf_run_server_now(u32 cpu)
 	if (cpu >= UMCG_SCX_MAX_CPUS)
 		return false;
 	bpf_for_each(scx_dsq, p, UMCG_SCX_DSQ_SERVER(cpu), 0) {
-		moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu,
-					 SCX_ENQ_HEAD | SCX_ENQ_PREEMPT);
+		/* Out of reach (m.): released, anywhere it may run. */
+		if (enf_cpu_ok(p, cpu))
+			moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
+						 SCX_DSQ_LOCAL_ON | cpu,
+						 SCX_ENQ_HEAD | SCX_ENQ_PREEMPT);
+		else
+			moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
+						 SCX_DSQ_GLOBAL, 0);
 		break;
 	}
 	if (moved) {
@@ -1071,12 +1230,16 @@ static __always_inline void enf_release_expired(u64 dsq, u64 now)
 		mine = !!t;
 		if (mine && !enf_unhold(t))
 			continue;
-		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL_ON | cpu, 0)) {
+		/* Its CPU out of reach (m.): anywhere it may run. */
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
+				      cpu >= 0 && enf_cpu_ok(p, cpu) ?
+				      SCX_DSQ_LOCAL_ON | cpu : SCX_DSQ_GLOBAL, 0)) {
 			if (mine)
 				enf_rehold(t);
 			continue;
 		}
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		if (cpu >= 0)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		enf_stat(UMCG_SCX_ENF_HOLD_EXPIRED);
 	}
 }
@@ -1120,6 +1283,12 @@ static __always_inline s32 enf_init(void)
 	s32 ret;
 	int i;
 
+	/* Limits: CPUs above ours would run unenforced. */
+	if (scx_bpf_nr_cpu_ids() > UMCG_SCX_MAX_CPUS) {
+		scx_bpf_error("umcg: %u possible CPUs, the enforcer manages %u",
+			      scx_bpf_nr_cpu_ids(), UMCG_SCX_MAX_CPUS);
+		return -E2BIG;
+	}
 	bpf_for(i, 0, UMCG_SCX_MAX_CPUS) {
 		ret = scx_bpf_create_dsq(UMCG_SCX_DSQ_SERVER(i), -1);
 		if (ret)
@@ -1152,6 +1321,28 @@ static __always_inline s32 enf_init(void)
 	WRITE_ONCE(sh->abi_version, UMCG_SCX_ABI_VERSION);
 	__sync_lock_test_and_set(&sh->abi_magic, UMCG_SCX_ABI_MAGIC);
 	return 0;
+}
+
+/*
+ * ops.cpu_online / ops.cpu_offline (n.): without them the kernel exits the
+ * scheduler on any hotplug.  An offline CPU is out of reach for every
+ * insert and move (enf_cpu_ok()); the kernel itself moves the tasks queued
+ * there to online CPUs (rq_offline_scx() runs them off its local DSQ and
+ * balance_push() migrates them), and our enqueue on the new CPU decides
+ * again.  Its servers hear of it (the doorbell), as of news.
+ */
+static __always_inline void enf_cpu_hotplug(s32 cpu, bool online)
+{
+	struct enf_cpu *c;
+
+	if (cpu < 0 || cpu >= UMCG_SCX_MAX_CPUS)
+		return;
+	c = enf_cpu_of(cpu);
+	if (!c)
+		return;
+	WRITE_ONCE(c->offline, !online);
+	enf_stat(online ? UMCG_SCX_ENF_CPU_ONLINE : UMCG_SCX_ENF_CPU_OFFLINE);
+	enf_ring(cpu);
 }
 
 /* ---- commands ---- */
@@ -1314,6 +1505,7 @@ int umcg_register(struct umcg_scx_register_args *args)
 		ut->cpu = cpu;
 		ut->blocked_ns = 0;
 		ut->woken_ns = 0;
+		WRITE_ONCE(ut->reserved[UMCG_SCX_TASK_FLAGS], 0);
 	}
 	t->group = g;
 	t->slot = slot;
@@ -1327,6 +1519,8 @@ int umcg_register(struct umcg_scx_register_args *args)
 	t->lib_nohold = !!(wflags & UMCG_SCX_REGISTER_IN_LIB);
 	t->lib_sleep = 0;
 	t->slice_out = 0;
+	t->mm = (u64)cur->mm;
+	t->evicted = 0;
 	t->state = UMCG_TASK_RUNNING;
 	if (role == ENF_ROLE_SERVER)
 		enf_server_count(t, 1);
@@ -1454,8 +1648,12 @@ held:
 			ret = -EAGAIN;	/* the timer or dispatch released it */
 			break;
 		}
-		/* Else it cannot go to @cpu now (migration disabled): anywhere. */
-		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, enf_worker_dsq(cpu), 0) ||
+		/*
+		 * It cannot go to @cpu now (migration disabled, @cpu offline:
+		 * m., n.): anywhere it may run.
+		 */
+		if ((enf_cpu_ok(p, cpu) &&
+		     scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, enf_worker_dsq(cpu), 0)) ||
 		    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_GLOBAL, 0)) {
 			enf_stat(UMCG_SCX_ENF_PICK);
 			ret = 0;
@@ -1471,15 +1669,6 @@ held:
 	return ret;
 }
 
-/* Drop @tgid's group reference @g (the last one frees it). */
-static __always_inline void enf_group_put(u32 g, u32 tgid)
-{
-	struct enf_group *gr = bpf_map_lookup_elem(&groups, &g);
-
-	if (gr && __sync_fetch_and_add(&gr->nr, -1) == 1)
-		__sync_val_compare_and_swap(&gr->tgid, tgid, 0);
-}
-
 SEC("syscall")
 int umcg_unregister(struct umcg_scx_unregister_args *args)
 {
@@ -1489,7 +1678,7 @@ int umcg_unregister(struct umcg_scx_unregister_args *args)
 	struct umcg_scx_shared *sh;
 	struct enf_task *t;
 	struct enf_slot *s;
-	u32 idx;
+	u32 idx, role;
 
 	if (args->flags || args->pad || args->reserved)
 		return -EINVAL;
@@ -1504,10 +1693,12 @@ int umcg_unregister(struct umcg_scx_unregister_args *args)
 		return -EINVAL;
 	}
 	/* Published NEW: the slot reads free; no hook looks at it now. */
-	if (t->role == ENF_ROLE_SERVER)
+	role = t->role;
+	if (__sync_val_compare_and_swap(&t->role, role, 0) != role)
+		return -ENOENT;	/* dropped meanwhile (enf_drop()) */
+	if (role == ENF_ROLE_SERVER)
 		enf_server_count(t, -1);
 	t->state = UMCG_TASK_NEW;
-	WRITE_ONCE(t->role, 0);
 	t->held = 0;
 	sh = enf_shared();
 	if (sh) {

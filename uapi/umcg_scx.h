@@ -28,7 +28,7 @@
 
 /* The head of struct umcg_scx_shared: "umcg", then the version. */
 #define UMCG_SCX_ABI_MAGIC		0x67636d75U
-#define UMCG_SCX_ABI_VERSION		1
+#define UMCG_SCX_ABI_VERSION		2
 
 /* Limits of one scheduler instance (all processes together). */
 #define UMCG_SCX_MAX_TASKS		4096	/* registered threads, power of 2 */
@@ -81,6 +81,15 @@
  * its slot and group from register.
  */
 #define UMCG_SCX_TASK_BEGIN		0	/* index into umcg_task.reserved */
+/*
+ * reserved[UMCG_SCX_TASK_FLAGS] of a slot: UMCG_SCX_TF_* bits, written by
+ * the scheduler (atomic OR / AND) outside the publish protocol.
+ * UMCG_SCX_TF_EVICTED: a server whose CPU is out of its reach (its
+ * affinity or cpuset lost it, or the CPU is offline) when it was last
+ * queued: it runs wherever it may, never held, until it can go back.
+ */
+#define UMCG_SCX_TASK_FLAGS		1
+#define UMCG_SCX_TF_EVICTED		(1ULL << 0)
 
 struct umcg_scx_shared {
 	__u32			abi_magic;
@@ -305,7 +314,11 @@ struct umcg_scx_task_stats {
 #define UMCG_SCX_ENF_SLICE_END		16	/* slice used up: preempted, held */
 #define UMCG_SCX_ENF_SLICE_DEFER	17	/* slice used up: asked to yield */
 #define UMCG_SCX_ENF_LIB_WAKE		18	/* woken in libumcg: not held */
-#define UMCG_SCX_NR_ENF_STATS		19
+#define UMCG_SCX_ENF_EVICTED		19	/* a server's CPU went out of its reach */
+#define UMCG_SCX_ENF_DYING_WAKE		20	/* woken exiting or killed: not held */
+#define UMCG_SCX_ENF_CPU_ONLINE		21	/* ops.cpu_online */
+#define UMCG_SCX_ENF_CPU_OFFLINE	22	/* ops.cpu_offline */
+#define UMCG_SCX_NR_ENF_STATS		23
 
 struct umcg_scx_enf_stats {
 	__u64	cnt[UMCG_SCX_NR_ENF_STATS];

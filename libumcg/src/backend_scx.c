@@ -163,14 +163,20 @@ static const char *const scx_prog_names[SCX_NR_PROGS] = {
 };
 
 /*
- * The process's view of the scheduler: opened and mapped once, by the
- * first umcg_init() with this backend, and kept (released workers keep
- * running the programs' cleanup at exit).  scx.lock guards slots[] and
- * the polling; the rest is written once, under umcg_init()'s lock.
+ * The process's view of the scheduler: opened and mapped by the first
+ * umcg_init() with this backend, and kept (released workers keep running
+ * the programs' cleanup at exit).  A umcg_init() after the scheduler was
+ * loaded again (its enable_seq moved since the open) opens and maps the
+ * new instance: the old one's descriptors and mapping stay, unused, for
+ * threads of the earlier group that may still reach them.  scx.lock
+ * guards slots[] and the polling; the rest is written under umcg_init()'s
+ * lock, while no group of this backend runs.
  */
 static struct {
 	pthread_mutex_t lock;
 	bool open;
+	/* sched_ext's enable_seq when the descriptors were opened. */
+	uint64_t open_seq;
 	int prog_fd[SCX_NR_PROGS];
 	const volatile struct umcg_scx_shared *sh;
 	size_t map_len;
@@ -485,16 +491,30 @@ static void scx_doorbell_drain(void)
 	atomic_thread_fence(memory_order_seq_cst);
 }
 
-/* Open the programs and map the shared area, once.  Under umcg_init()'s lock. */
+/* sched_ext's count of scheduler loads since boot; 0 if it has none. */
+static uint64_t scx_enable_seq(void)
+{
+	char buf[32];
+
+	if (scx_sysfs_read("enable_seq", buf, sizeof(buf)))
+		return 0;
+	return strtoull(buf, NULL, 10);
+}
+
+/*
+ * Open the programs and map the shared area, once per scheduler instance.
+ * Under umcg_init()'s lock.
+ */
 static int scx_open(void)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	int fds[SCX_NR_PROGS], sfd, ret, i;
+	uint64_t seq = scx_enable_seq();
 	char why[512];
 	void *map;
 	size_t len;
 
-	if (scx.open)
+	if (scx.open && (!seq || seq == scx.open_seq))
 		return 0;
 	for (i = 0; i < SCX_NR_PROGS; i++) {
 		fds[i] = scx_prog_get(i);
@@ -524,9 +544,23 @@ static int scx_open(void)
 		goto out_progs;
 	for (i = 0; i < SCX_NR_PROGS; i++)
 		scx.prog_fd[i] = fds[i];
+	/* Another instance's slots: nothing seen of them applies. */
+	if (scx.open) {
+		for (i = 0; i < UMCG_SCX_MAX_TASKS; i++) {
+			atomic_store(&scx.last_seq[i], 0);
+			atomic_store(&scx.base_bns[i], 0);
+			atomic_store(&scx.in_wait[i], 0);
+			atomic_store(&scx.wake_seq[i], 0);
+		}
+		atomic_store(&scx.slot_hwm, 0);
+		scx.wake_fd = -1;
+		scx.wake_cons = NULL;
+		scx.wake_prod = NULL;
+	}
 	scx.sh = map;
 	scx.map_len = len;
 	scx_open_doorbell(page);
+	scx.open_seq = seq;
 	scx.open = true;
 	return 0;
 
@@ -534,16 +568,6 @@ out_progs:
 	while (i--)
 		close(fds[i]);
 	return ret;
-}
-
-/* sched_ext's count of scheduler loads since boot; 0 if it has none. */
-static uint64_t scx_enable_seq(void)
-{
-	char buf[32];
-
-	if (scx_sysfs_read("enable_seq", buf, sizeof(buf)))
-		return 0;
-	return strtoull(buf, NULL, 10);
 }
 
 /*
@@ -673,7 +697,8 @@ static int scx_init(struct umcg_group *g)
 		free(sg);
 		return -ENOMEM;
 	}
-	scx.enable_seq = scx_enable_seq();
+	/* The instance scx_open() opened: a later load is a gone one. */
+	scx.enable_seq = scx.open_seq;
 	atomic_store(&scx.gone, false);
 	g->backend_priv = sg;
 	return 0;
@@ -1042,6 +1067,27 @@ static int scx_pick(pid_t tid, int slot, int cpu, bool woken, uint64_t seq)
 }
 
 /*
+ * scx_pick() onto @cpu, or, when @cpu is outside @t's affinity (-EINVAL:
+ * a sched_setaffinity() or cpuset change of someone else's, or the kernel
+ * broke it when the CPU went offline), onto the first CPU it may run on:
+ * it runs now, where it can, rather than held until its hold time ends.
+ */
+static int scx_pick_allowed(struct umcg_thread *t, int slot, int cpu, bool woken,
+			    uint64_t seq)
+{
+	cpu_set_t set;
+	int ret;
+
+	ret = scx_pick(t->tid, slot, cpu, woken, seq);
+	if (ret != -EINVAL || sched_getaffinity(t->tid, sizeof(set), &set))
+		return ret;
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (i != cpu && CPU_ISSET(i, &set))
+			return scx_pick(t->tid, slot, i, woken, seq);
+	return ret;
+}
+
+/*
  * @t is about to be made RUNNING by the caller (backend.h): what its wake
  * picks.  Not in scx_wake(): the waker may lose its CPU between making @t
  * RUNNING and the pick, and @t, woken by the futex (or moved by its
@@ -1089,7 +1135,7 @@ static void scx_wake(struct umcg_thread *t)
 	 * is not ours to end (-ESTALE).
 	 */
 	ws = atomic_load(&scx.wake_seq[slot]);
-	scx_pick(t->tid, slot, g->cores[core].cpu, ws & 1, ws >> 1);
+	scx_pick_allowed(t, slot, g->cores[core].cpu, ws & 1, ws >> 1);
 }
 
 static int scx_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next)
@@ -1112,21 +1158,7 @@ static int scx_cpu_for(struct umcg_thread *t, uint32_t slept_cpu)
 static void scx_release_held(struct umcg_thread *t, int slot,
 			     uint32_t slept_cpu, uint64_t seq)
 {
-	cpu_set_t set;
-	int ret;
-
-	ret = scx_pick(t->tid, slot, scx_cpu_for(t, slept_cpu), false, seq);
-	if (ret != -EINVAL)
-		return;
-	/* Its affinity changed: any CPU it may run on. */
-	if (sched_getaffinity(t->tid, sizeof(set), &set))
-		return;
-	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (CPU_ISSET(cpu, &set)) {
-			scx_pick(t->tid, slot, cpu, false, seq);
-			return;
-		}
-	}
+	scx_pick_allowed(t, slot, scx_cpu_for(t, slept_cpu), false, seq);
 }
 
 static void scx_apply(struct umcg_core *c, struct umcg_thread *t, uint32_t type)

@@ -198,7 +198,8 @@ static void log_enf_stats(struct __test_metadata *_metadata,
 		"heartbeat", "hold_expired", "exit", "server_miss",
 		"pick_asleep", "pick_direct", "unregister", "poke",
 		"doorbell", "doorbell_full", "hold_contended", "slice_end",
-		"slice_defer", "lib_wake",
+		"slice_defer", "lib_wake", "evicted", "dying_wake",
+		"cpu_online", "cpu_offline",
 	};
 	struct umcg_scx_enf_stats st;
 	char buf[512];
