@@ -934,23 +934,28 @@ def native_target(res, envs):
 
 
 NATIVE_WHY = (
-    "Where a kernel backend falls short of pthreads, the difference is what a "
-    "block costs it beyond the stock scheduler's own sleep and wake-up: the "
-    "core's hand-off to the next worker (kmod: the module's hook, or the "
-    "server's round trip; scx: the doorbell, the server's pick, a second "
-    "wake-up) and the wake-up of the blocked worker back into its core's "
-    "queue, on every one of the N blocks per round; with the stock "
-    "scheduler a wake-up is a single enqueue. Against the peers the margin "
-    "comes from their runtimes: a goroutine in a cgo call keeps its thread, "
-    "and its P moves to another thread only when sysmon sees the call run "
-    "long (20 us at best, backing off towards 10 ms while it finds nothing "
-    "to do), so with C = 10 us the cores idle between sysmon's looks; a "
-    "Java 21 virtual thread in a native frame or inside synchronized pins "
-    "its carrier, so at most `parallelism` (the cores) tasks are in flight "
-    "at once and each block idles a core for B us. The user backend sees "
-    "none of these blocks: its monitor takes a blocked worker's core after "
-    "`blocked_ns` (50 us) plus its sampling period, so a B = 100 us block "
-    "keeps its core idle for half its length or more.")
+    "Every kernel-backend block is seen (blocks/task about 1 on kmod) and its "
+    "core handed on, but each block and wake-up costs more kernel work than "
+    "the stock scheduler's sleep and wake-up: the blocked worker's wake-up goes "
+    "through its core's server and the policy before it runs again (C3: the "
+    "worker marks itself runnable and sleeps, the server is woken, picks it and "
+    "wakes it), so a step pays about 3 context switches on kmod against 1.6 "
+    "for pthreads, and on scx also the doorbell and the server's system calls "
+    "(10 to 40 per step). Where a context switch or a system call costs tens of "
+    "microseconds (TCG), that extra work is larger than the compute and the "
+    "block themselves at C/B = 10/100, and throughput follows the kernel work "
+    "per step rather than the cores left idle; pthreads lose no core to a "
+    "block either, so 1.0x pthreads needs the hand-off to cost no more than "
+    "the stock wake-up. Against the peers the margin comes from their "
+    "runtimes: a goroutine in a cgo call keeps its thread and its P moves on "
+    "only when sysmon sees the call run long (20 us at best, backing off "
+    "towards 10 ms), and a Java 21 virtual thread in a native frame or inside "
+    "synchronized pins its carrier (at most `parallelism`, the cores, tasks in "
+    "flight). The user backend sees none of these blocks: its monitor takes a "
+    "core only after two samples `blocked_ns` (50 us) apart find the owner "
+    "asleep, after which that worker runs on outside the group until its next "
+    "libumcg call, which this routine never makes, so few blocks lose their "
+    "core (blocks/task well under 0.1) and a blocked worker's core idles.")
 
 NATIVE_METHOD = """\
 - **native** (issue 17): N tasks (N = 4x, 32x, 256x the managed cores) each
