@@ -18,7 +18,8 @@ import os
 import sys
 from collections import OrderedDict
 
-BENCHES = ["switch", "pipeline", "handoff", "wakeup", "server", "scale"]
+BENCHES = ["switch", "pipeline", "handoff", "wakeup", "server", "mariadb", "apache", "jvm",
+           "scale"]
 
 UNITS = {
     "ns_per_switch": "ns/switch",
@@ -36,6 +37,12 @@ UNITS = {
     "kib_user": "KiB user",
     "kib_kernel": "KiB kernel",
     "max_n": "largest N",
+    "tps": "transactions/s",
+    "p95_ms": "ms p95",
+    "p99_ms": "ms p99",
+    "errors": "errors",
+    "available_processors": "availableProcessors()",
+    "jcmd_threads": "threads in jcmd Thread.print",
 }
 
 # The kernel's counts per operation (bench/README.md: what is counted and
@@ -234,6 +241,9 @@ TABLE_METRICS = {
     "handoff": ["us_to_next", "kernel_handoffs_per_block"],
     "wakeup": ["p50_us", "p99_us", "p999_us"],
     "server": ["req_per_s", "p99_us"],
+    "mariadb": ["tps", "p99_ms", "errors"],
+    "apache": ["req_per_s", "p99_us", "errors"],
+    "jvm": ["req_per_s", "p99_us", "errors", "available_processors"],
     "scale": ["spawn_per_s", "kib_per_worker", "max_n"],
 }
 
@@ -455,6 +465,50 @@ def targets(res, envs):
             "hand-off %s us = %.1f switches (one switch %s ns); needs <= 5" % (fmt(h), h * 1000 / s, fmt(s))
     out.append(("handoff on user, a read() umcg-run interposes, within 5x of one switch",
                 [(env, "user") + handoff_interposed(env) for env in envs]))
+
+    # bench/realservers: (bench, variant, throughput metric, p99 metric).
+    real = [("mariadb", "oltp_read_write", "tps", "p99_ms"),
+            ("mariadb", "oltp_read_only", "tps", "p99_ms"),
+            ("apache", "static", "req_per_s", "p99_us"),
+            ("apache", "dynamic", "req_per_s", "p99_us"),
+            ("jvm", "platform", "req_per_s", "p99_us")]
+
+    def highest(env, bench, variant, metric):
+        cs = [r["case"] for r in res.recs if r["env"] == env and r["bench"] == bench
+              and r["variant"] == variant and r["metric"] == metric and r.get("role") == "base"
+              and r["value"] != "n/a"]
+        return max(cs, key=lambda c: int(c[1:]) if c[1:].isdigit() else 0) if cs else None
+
+    def realservers(env, b):
+        need = 0.9 if b == "user" else 1.0
+        parts, ok_all, seen = [], True, False
+        for bench, variant, tm, pm in real:
+            c = highest(env, bench, variant, tm)
+            if c is None:
+                continue
+            base = res.base.get((env, bench, c, tm))
+            v = res.get(env, bench, c, tm, "umcg", b, variant)
+            if v is None:
+                why = res.na(env, bench, b) or "no figure"
+                parts.append("%s %s: not measured (%s)" % (bench, variant, why))
+                ok_all = False
+                continue
+            seen = True
+            p, pb = res.get(env, bench, c, pm, "umcg", b, variant), res.base.get((env, bench, c, pm))
+            err = res.get(env, bench, c, "errors", "umcg", b, variant)
+            ok = bool(base) and v >= need * base and (p is None or pb is None or p <= pb) and not err
+            ok_all &= ok
+            parts.append("%s %s %s: x%.2f of stock%s%s" % (
+                bench, variant, c, v / base if base else float("nan"),
+                ", p99 %s vs %s" % (fmt(p), fmt(pb)) if p is not None and pb is not None else "",
+                ", %d errors" % err if err else ""))
+        if not seen:
+            return "not measured", "; ".join(parts) or "no real-server figure"
+        return ("met" if ok_all else "not met"), "; ".join(parts) + \
+            "; needs x%.1f and p99 no worse, 0 errors" % need
+    out.append(("real servers under umcg-run (MariaDB, Apache httpd, a JVM): throughput at the "
+                "highest concurrency >= 1.0x the stock scheduler's on the kernel backends "
+                "(0.9x on user), p99 no worse, no errors", each(realservers)))
     return out
 
 

@@ -2,7 +2,9 @@
 //
 // PeerEcho: a virtual-thread-per-connection TCP echo server on 127.0.0.1
 // with plain blocking socket streams (Loom parks the virtual thread
-// underneath).  Prints "PeerEcho: listening on port N".
+// underneath); with --platform, a platform thread per connection (the JVM
+// that bench/realservers runs under umcg-run).  Prints
+// "PeerEcho: listening on port N, P processors".
 
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -28,12 +30,16 @@ public final class PeerEcho {
 		PeerResult o = PeerResult.parse("PeerEcho", args, false, true);
 		ServerSocket ls = new ServerSocket(o.port, 4096, InetAddress.getLoopbackAddress());
 
-		System.out.println("PeerEcho: listening on port " + ls.getLocalPort());
+		Thread.Builder tb = o.platform ? Thread.ofPlatform().name("echo-", 0)
+					       : Thread.ofVirtual();
+
+		System.out.println("PeerEcho: listening on port " + ls.getLocalPort() + ", " +
+				   Runtime.getRuntime().availableProcessors() + " processors");
 		System.out.flush();
 		for (;;) {
 			Socket s = ls.accept();
 
-			Thread.ofVirtual().start(() -> serve(s));
+			tb.start(() -> serve(s));
 		}
 	}
 }

@@ -10,6 +10,7 @@ final class PeerResult {
 	int ms = 200;
 	String threads = "2,4,8,16,32,64";
 	int port = 0;
+	boolean platform = false;
 
 	static PeerResult parse(String prog, String[] args, boolean ring, boolean server) {
 		PeerResult o = new PeerResult();
@@ -29,8 +30,10 @@ final class PeerResult {
 					o.threads = args[++i];
 				} else if (a.equals("--port") && server) {
 					o.port = Integer.parseInt(args[++i]);
+				} else if (a.equals("--platform") && server) {
+					o.platform = true;
 				} else if (a.equals("-h") || a.equals("--help")) {
-					System.out.println("Usage: java " + prog + (server ? " [--port N]"
+					System.out.println("Usage: java " + prog + (server ? " [--port N] [--platform]"
 						: " [--reps N] [--ms MS] [--smoke]" + (ring ? " [--threads LIST]" : "")));
 					System.exit(0);
 				} else {
