@@ -158,8 +158,10 @@ static void measure(const struct cfg *k, const char *backend)
 		busy[r] = w.busy;
 		steps += w.steps;
 	}
-	bench_result("native", impl, bk, variant, k->kase, "tasks_per_s", false,
-		     bench_median(tps, opts.reps), opts.reps, role);
+	bench_result_why("native", impl, bk, variant, k->kase, "tasks_per_s", false,
+			 bench_median(tps, opts.reps), opts.reps, role,
+			 nb_feeder_fifo ? NULL :
+			 "the feeder is not SCHED_FIFO here (no permission): its wake-ups queue with the tasks");
 	bench_result("native", impl, bk, variant, k->kase, "cores_busy", false,
 		     bench_median(busy, opts.reps), opts.reps, role);
 	if (umcg) {

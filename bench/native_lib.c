@@ -15,6 +15,7 @@
 #include <linux/futex.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -66,6 +67,8 @@ static struct {
 	_Atomic int err;
 	int live;
 } nb = { .memfd = -1, .uffd = -1 };
+
+int nb_feeder_fifo;
 
 static uint64_t now_ns(clockid_t clk)
 {
@@ -186,8 +189,16 @@ static void serve(const struct nb_req *r)
 
 static void *feeder(void *arg)
 {
+	struct sched_param sp = { .sched_priority = 1 };
+
 	(void)arg;
 	prctl(PR_SET_TIMERSLACK, 1UL);
+	/*
+	 * The feeder stands for a device: its wake-ups should not wait behind
+	 * the tasks (or the rest of a loaded machine), for any implementation.
+	 * SCHED_FIFO where allowed (root); else it runs as a normal thread.
+	 */
+	nb_feeder_fifo = !pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 	pthread_setname_np(pthread_self(), "nb-feeder");
 	for (;;) {
 		struct nb_req r;

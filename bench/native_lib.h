@@ -19,9 +19,10 @@
  *             page was just removed from the file (MADV_REMOVE): a missing
  *             page fault that sleeps in the kernel (userfaultfd) until the
  *             feeder fills the page (UFFDIO_COPY) B us after the task asked.
- * The feeder is one plain thread (timer slack 1 ns) serving a FIFO of
- * deadlines with clock_nanosleep(TIMER_ABSTIME): every request has the same
- * B, so the FIFO is in deadline order.
+ * The feeder is one thread (timer slack 1 ns; SCHED_FIFO priority 1 where
+ * allowed, as a device's completion does not queue behind the tasks)
+ * serving a FIFO of deadlines with clock_nanosleep(TIMER_ABSTIME): every
+ * request has the same B, so the FIFO is in deadline order.
  *
  * Calls return 0 or a negative errno unless said otherwise; nb_setup()
  * also writes the reason for a failure into @why.
@@ -67,6 +68,9 @@ int nb_teardown(void);
  * clock (ns), and its context switches (getrusage: every thread).
  */
 void nb_snapshot(uint64_t *done, uint64_t *cpu_ns, uint64_t *wall_ns, long *ctxsw);
+
+/* After nb_setup(): whether the feeder runs SCHED_FIFO (1) or not (0). */
+extern int nb_feeder_fifo;
 
 /* The busy loop's iterations per microsecond (calibrating on first use). */
 double nb_iters_per_us(void);

@@ -51,7 +51,7 @@
  *     off before the thread reached it, the thread returns to user space
  *     RUNNABLE and is held again at its next sleep.
  *
-  * References: a queued task work holds one on the group (so the slot and
+ * References: a queued task work holds one on the group (so the slot and
  * its wait queue live until it ran) and is counted in umcg_nr_works.  It
  * cannot be cancelled (task_work_cancel() is not exported); it runs at the
  * latest when its thread exits (PF_EXITING, then it only drops its
@@ -59,9 +59,9 @@
  */
 #include <linux/atomic.h>
 #include <linux/bitops.h>
+#include <linux/freezer.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
-#include <linux/freezer.h>
 #include <linux/sched/jobctl.h>
 #include <linux/sched/signal.h>
 #include <linux/signal.h>

@@ -85,6 +85,7 @@
  * Only the interposed functions are exported (-fvisibility=hidden).
  */
 #undef _FORTIFY_SOURCE
+#include <alloca.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -873,6 +874,129 @@ UMCG_EXPORT int pclose(FILE *f)
 	}
 	free(p);
 	return st;
+}
+
+/*
+ * A worker that executes a program itself (no fork: a shell's last
+ * command) hands the new image its mask: widened to the process's first
+ * around the call, as for a spawn; if the call fails, the worker is put
+ * back.  (A preloaded image widens itself too, umcg_setup_cpus().)  The
+ * variadic execl*() are built on execve()/execvp() here, as the C library
+ * builds them on its internal execve, which no hook sees.
+ */
+static void *_Atomic umcg_real_execve;
+static void *_Atomic umcg_real_execvpe;
+
+UMCG_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	struct umcg_widened w;
+	int ret;
+
+	umcg_widen(__builtin_return_address(0), &w);
+	ret = UMCG_REAL(execve, NULL)(path, argv, envp);
+	umcg_narrow(&w);
+	return ret;
+}
+
+UMCG_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	struct umcg_widened w;
+	int ret;
+
+	umcg_widen(__builtin_return_address(0), &w);
+	ret = UMCG_REAL(execvpe, NULL)(file, argv, envp);
+	umcg_narrow(&w);
+	return ret;
+}
+
+UMCG_EXPORT int execv(const char *path, char *const argv[])
+{
+	struct umcg_widened w;
+	int ret;
+
+	umcg_widen(__builtin_return_address(0), &w);
+	ret = UMCG_REAL(execve, NULL)(path, argv, environ);
+	umcg_narrow(&w);
+	return ret;
+}
+
+UMCG_EXPORT int execvp(const char *file, char *const argv[])
+{
+	struct umcg_widened w;
+	int ret;
+
+	umcg_widen(__builtin_return_address(0), &w);
+	ret = UMCG_REAL(execvpe, NULL)(file, argv, environ);
+	umcg_narrow(&w);
+	return ret;
+}
+
+/*
+ * The arguments of execl*() after @arg0, up to and with the NULL, into a
+ * new argv on the stack (execle()'s envp is the next one in @ap).
+ */
+#define UMCG_EXECL_ARGV(argv, arg0, ap)					\
+	do {								\
+		size_t n_ = 1;						\
+		va_list c_;						\
+									\
+		va_copy(c_, ap);					\
+		while (va_arg(c_, char *))				\
+			n_++;						\
+		va_end(c_);						\
+		argv = alloca((n_ + 1) * sizeof(char *));		\
+		argv[0] = (char *)(arg0);				\
+		for (size_t i_ = 1; i_ <= n_; i_++)			\
+			argv[i_] = va_arg(ap, char *);			\
+	} while (0)
+
+UMCG_EXPORT int execl(const char *path, const char *arg0, ...)
+{
+	struct umcg_widened w;
+	va_list ap;
+	char **argv;
+	int ret;
+
+	va_start(ap, arg0);
+	UMCG_EXECL_ARGV(argv, arg0, ap);
+	va_end(ap);
+	umcg_widen(__builtin_return_address(0), &w);
+	ret = UMCG_REAL(execve, NULL)(path, argv, environ);
+	umcg_narrow(&w);
+	return ret;
+}
+
+UMCG_EXPORT int execlp(const char *file, const char *arg0, ...)
+{
+	struct umcg_widened w;
+	va_list ap;
+	char **argv;
+	int ret;
+
+	va_start(ap, arg0);
+	UMCG_EXECL_ARGV(argv, arg0, ap);
+	va_end(ap);
+	umcg_widen(__builtin_return_address(0), &w);
+	ret = UMCG_REAL(execvpe, NULL)(file, argv, environ);
+	umcg_narrow(&w);
+	return ret;
+}
+
+UMCG_EXPORT int execle(const char *path, const char *arg0, ...)
+{
+	struct umcg_widened w;
+	char **argv, **envp;
+	va_list ap;
+	int ret;
+
+	va_start(ap, arg0);
+	UMCG_EXECL_ARGV(argv, arg0, ap);
+	envp = va_arg(ap, char **);
+	va_end(ap);
+	umcg_widen(__builtin_return_address(0), &w);
+	ret = UMCG_REAL(execve, NULL)(path, argv, envp);
+	umcg_narrow(&w);
+	return ret;
 }
 
 /* --- blocking calls: announced, so that the core changes hands ---------- */

@@ -18,7 +18,8 @@
  *   machine spawn     drops LD_PRELOAD from its environment (so that the
  *                     children run unmanaged and inherit what they get),
  *                     then starts "machine raw" with system(), popen(),
- *                     posix_spawn() and fork() + exec; each prints
+ *                     posix_spawn() and fork() + exec, and last executes
+ *                     it itself (execl(), HOW "exec"); each prints
  *                     "HOW_cpus=N" and "HOW_policy=P" (its scheduling
  *                     policy).
  *   machine sigwait   blocks SIGTERM in main before it starts 2 threads
@@ -207,6 +208,10 @@ static int run_spawn(const char *self)
 	}
 	if (pid > 0)
 		waitpid(pid, &st, 0);
+	/* Last, this process itself: no fork. */
+	fflush(stdout);
+	execl(self, self, "raw", "exec", (char *)NULL);
+	printf("# execl: %s\n", strerror(errno));
 	return 0;
 }
 

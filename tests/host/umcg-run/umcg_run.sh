@@ -24,8 +24,9 @@
 #   machine  what an unmodified program sees (machine.c): nproc and the
 #         affinity calls report the group's CPUs (2 under --cores 2), a
 #         worker's own setaffinity is honoured or fails with EINVAL;
-#         children started with system(), popen(), posix_spawn() and fork()
-#         get the program's CPUs and SCHED_OTHER; a SIGTERM that the program
+#         children started with system(), popen(), posix_spawn() and fork(),
+#         and a program the worker executes itself, get the program's CPUs
+#         and SCHED_OTHER; a SIGTERM that the program
 #         blocks and takes with sigwait() reaches sigwait, run after run;
 #         four threads spin-waiting on a flag a fifth sets finish on one
 #         core under the default time slice (and, with --time-slice-us 0,
@@ -342,9 +343,9 @@ val() { sed -n "s/^$1=//p" <<< "$2" | head -n 1; }
 
 part_machine() {
 	local out rc pid fails runs i j how cpus pol c
-	echo "1..11"
+	echo "1..12"
 	if [ "${UMCG_RUN_SANITIZED:-0}" = 1 ]; then
-		for i in $(seq 11); do preload_skip "machine $i"; done
+		for i in $(seq 12); do preload_skip "machine $i"; done
 		return
 	fi
 	# nproc and the affinity calls: the group's CPUs.
@@ -385,7 +386,7 @@ part_machine() {
 	out=$(timeout 20 "$run" --cores 1 -- "$machine" spawn 2>&1 < /dev/null)
 	rc=$?
 	sed 's/^/# /' <<< "$out"
-	for how in system popen posix_spawn fork; do
+	for how in system popen posix_spawn fork exec; do
 		cpus=$(val ${how}_cpus "$out") pol=$(val ${how}_policy "$out")
 		if [ "$cpus" = "$ncpu" ] && [ "$pol" = 0 ]; then
 			ok "$how() child under --cores 1: $cpus CPUs, policy $pol"
