@@ -7,8 +7,8 @@
  * Lock order (outermost first):
  *
  *   umcg_group.server_lock
- *     umcg_group.waitq[i].lock (wake_up() of the poked server)
- *   umcg_group.waitq[i].lock (the staged worker's, woken by a hand-off;
+ *     umcg_slot.waitq.lock (wake_up() of the poked server)
+ *   umcg_slot.waitq.lock (the staged worker's, woken by a hand-off;
  *                             taken with no other umcg lock held)
  *
  * Contexts:
@@ -60,7 +60,7 @@
  */
 void umcg_wake_slot(struct umcg_group *grp, unsigned int idx, int wake_flags)
 {
-	struct wait_queue_head *wq = &grp->waitq[idx];
+	struct wait_queue_head *wq = &umcg_slot_at(grp, idx)->waitq;
 	struct wait_queue_entry *curr, *next;
 	unsigned long irqflags;
 
@@ -86,7 +86,7 @@ static int umcg_server_of(struct umcg_slot *slot, bool exact)
 	unsigned int i;
 
 	for (i = 0; i < grp->nr_servers; i++)
-		if (grp->slots[grp->servers[i]].tid == stid)
+		if (umcg_slot_at(grp, grp->servers[i])->tid == stid)
 			return grp->servers[i];
 	return !exact && grp->nr_servers ? grp->servers[0] : -1;
 }
@@ -131,8 +131,8 @@ static void umcg_event(struct umcg_slot *slot)
  */
 static bool umcg_slot_stageable(struct umcg_group *grp, u32 idx)
 {
-	struct umcg_slot *slot = &grp->slots[idx];
-	struct pid *pid = READ_ONCE(slot->pid);
+	struct umcg_slot *slot = umcg_slot_at(grp, idx);
+	struct pid *pid = slot ? READ_ONCE(slot->pid) : NULL;
 	struct task_struct *tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
 
 	return tsk && tsk == READ_ONCE(slot->task) &&
@@ -281,7 +281,7 @@ static void umcg_wait_picked(struct umcg_slot *slot)
 
 	/* Picked between the check and schedule(): no block (see wait.c). */
 	WRITE_ONCE(slot->in_wait, true);
-	wait_event_killable(slot->grp->waitq[slot->idx],
+	wait_event_killable(slot->waitq,
 			    umcg_state_of(READ_ONCE(task->state)) !=
 			    UMCG_TASK_RUNNABLE ||
 			    READ_ONCE(slot->grp->dying));
