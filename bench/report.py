@@ -18,7 +18,7 @@ import os
 import sys
 from collections import OrderedDict
 
-BENCHES = ["switch", "pipeline", "handoff", "wakeup", "server", "scale"]
+BENCHES = ["switch", "pipeline", "handoff", "wakeup", "server", "scale", "nonuser"]
 
 UNITS = {
     "ns_per_switch": "ns/switch",
@@ -36,6 +36,8 @@ UNITS = {
     "kib_user": "KiB user",
     "kib_kernel": "KiB kernel",
     "max_n": "largest N",
+    "ns_per_roundtrip": "ns/round trip",
+    "hook_calls_per_roundtrip": "hook calls/round trip",
 }
 
 # The kernel's counts per operation (bench/README.md: what is counted and
@@ -235,6 +237,7 @@ TABLE_METRICS = {
     "wakeup": ["p50_us", "p99_us", "p999_us"],
     "server": ["req_per_s", "p99_us"],
     "scale": ["spawn_per_s", "kib_per_worker", "max_n"],
+    "nonuser": ["ns_per_roundtrip", "hook_calls_per_roundtrip"],
 }
 
 
@@ -693,6 +696,13 @@ libumcg's reason.
   would not fit; memory per live worker = (VmRSS + KernelStack + Slab +
   PageTables deltas) / N from `/proc` (machine-wide kernel counters: other
   activity on the machine is noise).
+- **nonuser**: what `umcg.ko` costs processes that do not use it: a pipe
+  ping-pong between two plain processes (both pinned to CPU 0, each side
+  blocking in `read()`), with the module unloaded (*base*), loaded and idle,
+  and loaded while another user's process holds 4,096 registered workers
+  asleep (`workers4096`); ns per round trip, and the block hook's calls per
+  round trip (`hook_calls` of `/sys/class/misc/umcg`: 0 while it is not
+  armed). Guests only (it loads and unloads the module).
 
 **Counts** (`ctxsw/...` and `syscalls/...` rows, under each
 implementation's first figure): the kernel's own counts from one more run of
