@@ -7,8 +7,8 @@
  *
  *   mmap_lock (only when called from ->mmap)
  *     umcg_group.lock
- *       umcg_users_lock
  *       umcg_groups_lock
+ *   umcg_users_lock (a leaf: open() and the group's free, no other lock)
  *
  * A group is allocated unbound by open().  The first REGISTER or mmap
  * through its file binds it to the calling process: its mm (the key of

@@ -6,13 +6,14 @@
  *
  *   mmap_lock (held by the mm core around ->mmap)
  *     umcg_group.lock (mutex: registration, binding, mmap)
- *       umcg_users_lock (mutex, group.c: the per-user counts)
  *       umcg_groups_lock (mutex)
  *       umcg_hook_lock (mutex, hook.c: arming the block hook)
  *       umcg_group.tids' xa_lock
  *       umcg_task_hash_lock (raw spinlock)
  *       umcg_group.server_lock (spinlock)
  *         umcg_slot.waitq.lock (inside wake_up())
+ *   umcg_users_lock (mutex, group.c: the per-user counts; a leaf, taken
+ *                    by open() and the group's free with no other lock)
  *
  * The scheduler hook (hook.c) and the task work (kmove.c) take only
  * umcg_task_hash_lock (the hook, at a worker's last schedule),
