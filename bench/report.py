@@ -19,7 +19,7 @@ import sys
 from collections import OrderedDict
 
 BENCHES = ["switch", "pipeline", "handoff", "wakeup", "server", "mariadb", "apache", "jvm",
-           "scale"]
+           "scale", "nonuser"]
 
 UNITS = {
     "ns_per_switch": "ns/switch",
@@ -43,6 +43,8 @@ UNITS = {
     "errors": "errors",
     "available_processors": "availableProcessors()",
     "jcmd_threads": "threads in jcmd Thread.print",
+    "ns_per_roundtrip": "ns/round trip",
+    "hook_calls_per_roundtrip": "hook calls/round trip",
 }
 
 # The kernel's counts per operation (bench/README.md: what is counted and
@@ -245,6 +247,7 @@ TABLE_METRICS = {
     "apache": ["req_per_s", "p99_us", "errors"],
     "jvm": ["req_per_s", "p99_us", "errors", "available_processors"],
     "scale": ["spawn_per_s", "kib_per_worker", "max_n"],
+    "nonuser": ["ns_per_roundtrip", "hook_calls_per_roundtrip"],
 }
 
 
@@ -751,6 +754,13 @@ libumcg's reason.
   would not fit; memory per live worker = (VmRSS + KernelStack + Slab +
   PageTables deltas) / N from `/proc` (machine-wide kernel counters: other
   activity on the machine is noise).
+- **nonuser**: what `umcg.ko` costs processes that do not use it: a pipe
+  ping-pong between two plain processes (both pinned to CPU 0, each side
+  blocking in `read()`), with the module unloaded (*base*), loaded and idle,
+  and loaded while another user's process holds 4,096 registered workers
+  asleep (`workers4096`); ns per round trip, and the block hook's calls per
+  round trip (`hook_calls` of `/sys/class/misc/umcg`: 0 while it is not
+  armed). Guests only (it loads and unloads the module).
 
 **Counts** (`ctxsw/...` and `syscalls/...` rows, under each
 implementation's first figure): the kernel's own counts from one more run of

@@ -7,8 +7,8 @@
  * Lock order (outermost first):
  *
  *   umcg_group.server_lock
- *     umcg_group.waitq[i].lock (wake_up() of the poked server)
- *   umcg_group.waitq[i].lock (the staged worker's, woken by a hand-off;
+ *     umcg_slot.waitq.lock (wake_up() of the poked server)
+ *   umcg_slot.waitq.lock (the staged worker's, woken by a hand-off;
  *                             taken with no other umcg lock held)
  *
  * Contexts:
@@ -79,7 +79,7 @@
  */
 void umcg_wake_slot(struct umcg_group *grp, unsigned int idx, int wake_flags)
 {
-	struct wait_queue_head *wq = &grp->waitq[idx];
+	struct wait_queue_head *wq = &umcg_slot_at(grp, idx)->waitq;
 	struct wait_queue_entry *curr, *next;
 	unsigned long irqflags;
 
@@ -102,7 +102,8 @@ void umcg_wake_slot(struct umcg_group *grp, unsigned int idx, int wake_flags)
  */
 static bool umcg_server_live(struct umcg_group *grp, unsigned int idx)
 {
-	struct pid *pid = READ_ONCE(grp->slots[idx].pid);
+	struct umcg_slot *slot = umcg_slot_at(grp, idx);
+	struct pid *pid = slot ? READ_ONCE(slot->pid) : NULL;
 	struct task_struct *tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
 
 	return tsk && !(READ_ONCE(tsk->flags) & PF_EXITING);
@@ -121,7 +122,7 @@ static int umcg_server_of(struct umcg_slot *slot, bool exact)
 	unsigned int i;
 
 	for (i = 0; i < grp->nr_servers; i++)
-		if (grp->slots[grp->servers[i]].tid == stid &&
+		if (umcg_slot_at(grp, grp->servers[i])->tid == stid &&
 		    umcg_server_live(grp, grp->servers[i]))
 			return grp->servers[i];
 	if (exact)
@@ -172,10 +173,10 @@ static void umcg_event(struct umcg_slot *slot)
  */
 static bool umcg_slot_stageable(struct umcg_group *grp, u32 idx)
 {
-	struct umcg_slot *slot = &grp->slots[idx];
+	struct umcg_slot *slot = umcg_slot_at(grp, idx);
 	/* Pairs with umcg_task_add()'s release: its pid, flags, word. */
-	struct task_struct *owner = smp_load_acquire(&slot->task);
-	struct pid *pid = READ_ONCE(slot->pid);
+	struct task_struct *owner = slot ? smp_load_acquire(&slot->task) : NULL;
+	struct pid *pid = slot ? READ_ONCE(slot->pid) : NULL;
 	struct task_struct *tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
 
 	return tsk && tsk == owner &&
@@ -365,7 +366,7 @@ static bool umcg_hold_must_stop(void)
  */
 static bool umcg_hold(struct umcg_slot *slot)
 {
-	struct wait_queue_head *wq = &slot->grp->waitq[slot->idx];
+	struct wait_queue_head *wq = &slot->waitq;
 	sigset_t all, saved;
 	bool stop = false;
 

@@ -9,7 +9,7 @@
  * open file of /dev/umcg, and every group holds one until it is freed
  * (group.c), which outlives its file while task works of its threads are
  * queued.  So delete_module() fails with -EWOULDBLOCK while any group
- * exists.  Exit then unregisters the hook, waits for RCU callbacks
+ * exists.  Exit then disarms the hook, waits for RCU callbacks
  * (task.c's deferred puts), destroys umcg_wq, which waits for a group
  * free still returning, and waits for a Tasks RCU grace period: a thread
  * whose task work made the last put may still run the module's code on
@@ -21,6 +21,10 @@
  *   workers  registered workers, all groups
  *   works    queued task works (block resume, preemption)
  *   hook     the block detection in use: tracepoint or kprobe
+ *   hook_armed  1 while the hook is registered with the kernel (while a
+ *            worker is registered, and for hook_linger_ms after), else 0
+ *   hook_calls  calls of the hook since load, by any task's sleep
+ *   hook_hits   those that found the sleeping task registered
  */
 #include <linux/device.h>
 #include <linux/fs.h>
@@ -40,10 +44,11 @@ atomic_t umcg_nr_works = ATOMIC_INIT(0);
 
 static int umcg_open(struct inode *inode, struct file *file)
 {
-	struct umcg_group *grp = umcg_group_alloc();
+	int err;
+	struct umcg_group *grp = umcg_group_alloc(&err);
 
 	if (!grp)
-		return -ENOMEM;
+		return err;
 	file->private_data = grp;
 	return 0;
 }
@@ -83,12 +88,36 @@ static ssize_t hook_show(struct device *dev, struct device_attribute *attr,
 }
 static DEVICE_ATTR_RO(hook);
 
+static ssize_t hook_armed_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%d\n", umcg_hook_armed());
+}
+static DEVICE_ATTR_RO(hook_armed);
+
+static ssize_t hook_calls_show(struct device *dev,
+			       struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", umcg_hook_calls());
+}
+static DEVICE_ATTR_RO(hook_calls);
+
+static ssize_t hook_hits_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", umcg_hook_hits());
+}
+static DEVICE_ATTR_RO(hook_hits);
+
 static struct attribute *umcg_attrs[] = {
 	&dev_attr_groups.attr,
 	&dev_attr_tasks.attr,
 	&dev_attr_workers.attr,
 	&dev_attr_works.attr,
 	&dev_attr_hook.attr,
+	&dev_attr_hook_armed.attr,
+	&dev_attr_hook_calls.attr,
+	&dev_attr_hook_hits.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(umcg);

@@ -9,7 +9,7 @@
  * UMCG_KMOD_AREA_SIZE bytes (UMCG_MMAP_SIZE() of UMCG_IOC_GET_INFO's
  * max_tasks: the struct umcg_tasks, then the event bitmap's page);
  * anything else is -EINVAL.  The memory
- * is the module's (vmalloc_user(), zeroed), so the scheduler hooks never
+ * is the module's (vmalloc, zeroed: group.c), so the scheduler hooks never
  * fault on it.  The mapping binds the group like REGISTER does, is not
  * inherited across fork (VM_DONTCOPY) and cannot grow (VM_DONTEXPAND).
  * VM_IO keeps it so: madvise(MADV_DOFORK), which would clear VM_DONTCOPY
@@ -43,7 +43,7 @@ int umcg_mmap(struct file *file, struct vm_area_struct *vma)
 	if (!ret) {
 		vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP |
 			     VM_IO);
-		ret = remap_vmalloc_range(vma, grp->tasks, 0);
+		ret = umcg_group_map(grp, vma);
 	}
 	mutex_unlock(&grp->lock);
 	return ret;

@@ -4,22 +4,29 @@
  * the lookups of a registered slot by task (the hook) and by tid (WAKE,
  * SWITCH, PREEMPT).
  *
- * Lock order: umcg_group.lock, then umcg_task_hash_lock or
- * umcg_group.server_lock (never both).
+ * Lock order: umcg_group.lock, then umcg_hook_lock, the xa_lock of
+ * umcg_group.tids, umcg_task_hash_lock or umcg_group.server_lock (one at
+ * a time).
  *
  * A thread registers only itself.  A thread that exits without
  * unregistering keeps its slot until a later REGISTER finds its struct pid
  * without a task and its word off DONE (the process has read the exit the
- * kernel reported) and reclaims it, or until the group is freed.  A slot
- * with a task work still queued is not reused (its callback checks that
- * the slot's task is still the one it runs in).
+ * kernel reported) and reclaims it, or until the group is freed; its slot
+ * leaves umcg_task_hash earlier, at its last schedule, where the hook sees
+ * that (hook.c).  A slot with a task work still queued is not reused (its
+ * callback checks that the slot's task is still the one it runs in).
  *
- * Readers: umcg_slot_of_task() and umcg_slot_of_tid() walk RCU hash lists
- * without a lock; a slot they return belongs to a group that lives at
- * least until the end of their read-side section (group.c), but may be
- * unregistered or reused meanwhile, so callers re-check what they rely
- * on.  Writers hold umcg_group.lock (and umcg_task_hash_lock for the
- * global hash).
+ * Readers: umcg_slot_of_task() walks an RCU hash list and
+ * umcg_slot_of_tid() loads from an xarray, both without a lock; a slot they
+ * return belongs to a group that lives at least until the end of their
+ * read-side section (group.c), but may be unregistered or reused
+ * meanwhile, so callers re-check what they rely on.  Writers hold
+ * umcg_group.lock (and umcg_task_hash_lock for the global hash).  A slot's
+ * hash node is not added to the hash again until a grace period after it
+ * left (umcg_slot_gp_wait()): a reader still on the node would otherwise
+ * follow it into another bucket and miss the rest of its own (a spurious
+ * "not registered").  The xarray has no such hazard: the entry of a live
+ * thread's tid stays in place while other entries come and go.
  */
 #include <linux/atomic.h>
 #include <linux/cpumask.h>
@@ -33,12 +40,17 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
+#include <linux/xarray.h>
 
 #include "umcg_internal.h"
 
-/* Every registered slot of every group, keyed by task_struct address. */
+/*
+ * Every registered slot of every group whose thread has not had its last
+ * schedule, keyed by task_struct address.  A raw spinlock: the hook takes
+ * it, preemption off.
+ */
 static DEFINE_HASHTABLE(umcg_task_hash, 12);
-static DEFINE_SPINLOCK(umcg_task_hash_lock);
+static DEFINE_RAW_SPINLOCK(umcg_task_hash_lock);
 
 /*
  * The registered slot of @tsk, or NULL.  A thread that kept a /dev/umcg
@@ -67,17 +79,60 @@ struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk)
  */
 struct umcg_slot *umcg_slot_of_tid(struct umcg_group *grp, u32 tid)
 {
-	struct umcg_slot *slot;
+	struct umcg_slot *slot = xa_load(&grp->tids, tid);
+	struct pid *pid;
 
-	hash_for_each_possible_rcu(grp->tid_hash, slot, tid_node, tid) {
-		struct pid *pid = READ_ONCE(slot->pid);
-
-		/* A dead thread's tid may be someone else's by now. */
-		if (READ_ONCE(slot->tid) == tid && pid &&
-		    pid_has_task(pid, PIDTYPE_PID))
-			return slot;
-	}
+	if (!slot)
+		return NULL;
+	pid = READ_ONCE(slot->pid);
+	/* A dead thread's tid may be someone else's by now. */
+	if (READ_ONCE(slot->tid) == tid && pid &&
+	    pid_has_task(pid, PIDTYPE_PID))
+		return slot;
 	return NULL;
+}
+
+/* Take @slot out of umcg_task_hash (if it is there).  Any context. */
+void umcg_slot_unhash_task(struct umcg_slot *slot)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&umcg_task_hash_lock, flags);
+	if (!hlist_unhashed(&slot->task_node)) {
+		hash_del_rcu(&slot->task_node);
+		slot->gp = get_state_synchronize_rcu();
+		slot->gp_wait = true;
+	}
+	raw_spin_unlock_irqrestore(&umcg_task_hash_lock, flags);
+}
+
+/* Has the grace period @slot's hash node waits for ended?  grp->lock held. */
+static bool umcg_slot_gp_done(struct umcg_slot *slot)
+{
+	bool done;
+
+	raw_spin_lock_irq(&umcg_task_hash_lock);
+	done = !slot->gp_wait || poll_state_synchronize_rcu(slot->gp);
+	if (done)
+		slot->gp_wait = false;
+	raw_spin_unlock_irq(&umcg_task_hash_lock);
+	return done;
+}
+
+/* Wait for the end of that grace period.  grp->lock held. */
+static void umcg_slot_gp_wait(struct umcg_slot *slot)
+{
+	unsigned long gp;
+
+	raw_spin_lock_irq(&umcg_task_hash_lock);
+	gp = slot->gp;
+	if (!slot->gp_wait) {
+		raw_spin_unlock_irq(&umcg_task_hash_lock);
+		return;
+	}
+	raw_spin_unlock_irq(&umcg_task_hash_lock);
+	cond_synchronize_rcu(gp);
+	umcg_slot_gp_done(slot);
 }
 
 /* References a freed slot held, dropped after an RCU grace period. */
@@ -105,13 +160,12 @@ static void umcg_slot_refs_put(struct rcu_head *rcu)
  */
 void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot)
 {
-	struct umcg_slot_refs *refs = kmalloc(sizeof(*refs), GFP_KERNEL);
+	struct umcg_slot_refs *refs = kmalloc(sizeof(*refs), GFP_KERNEL_ACCOUNT);
 	unsigned int i;
 
-	spin_lock(&umcg_task_hash_lock);
-	hash_del_rcu(&slot->task_node);
-	spin_unlock(&umcg_task_hash_lock);
-	hash_del_rcu(&slot->tid_node);
+	umcg_slot_unhash_task(slot);
+	/* Unless a new thread with its tid took the entry meanwhile. */
+	xa_cmpxchg(&grp->tids, slot->tid, slot, NULL, 0);
 
 	if (slot->flags == UMCG_REGISTER_SERVER) {
 		spin_lock(&grp->server_lock);
@@ -127,6 +181,7 @@ void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot)
 		spin_unlock(&grp->server_lock);
 	} else {
 		atomic_dec(&umcg_nr_workers);
+		umcg_hook_put();
 	}
 
 	if (refs) {
@@ -182,7 +237,7 @@ static bool umcg_server_find(struct umcg_group *grp, u32 tid)
 	unsigned int i;
 
 	for (i = 0; i < grp->nr_servers; i++)
-		if (grp->slots[grp->servers[i]].tid == tid)
+		if (umcg_slot_at(grp, grp->servers[i])->tid == tid)
 			return true;
 	return false;
 }
@@ -218,34 +273,59 @@ static int umcg_args_check(struct umcg_group *grp,
 int umcg_task_add(struct umcg_group *grp,
 		  const struct umcg_register_args *args, u64 *task_off)
 {
-	struct umcg_slot *slot = NULL;
+	struct umcg_slot *slot = NULL, *waiting = NULL, *s;
+	bool worker = args->flags == UMCG_REGISTER_WORKER;
 	struct umcg_task *task;
 	unsigned int i;
+	void *old;
 	int ret;
 
+	/* Before the registration: the worker's first block is seen. */
+	if (worker) {
+		ret = umcg_hook_get();
+		if (ret)
+			return ret;
+	}
 	mutex_lock(&grp->lock);
 	ret = umcg_group_bind(grp);
 	if (ret)
 		goto out;
 
-	for (i = 0; i < UMCG_KMOD_MAX_TASKS; i++) {
-		struct umcg_slot *s = &grp->slots[i];
-
+	for (i = 0; (s = umcg_slot_at(grp, i)); i++) {
 		umcg_slot_reap(grp, s);
 		if (s->task == current) {
 			ret = -EBUSY;
 			goto out;
 		}
-		if (!s->task && !slot && !READ_ONCE(s->work_bits))
+		if (slot || s->task || READ_ONCE(s->work_bits))
+			continue;
+		/* Rather one whose hash node readers have left. */
+		if (umcg_slot_gp_done(s))
 			slot = s;
+		else if (!waiting)
+			waiting = s;
 	}
 	ret = umcg_args_check(grp, args);
 	if (ret)
 		goto out;
-	if (!slot) {
-		ret = -ENOSPC;
-		goto out;
+	if (!slot && !waiting) {
+		/* The next chunk's first slot: slot i, if it grows. */
+		ret = umcg_group_grow(grp);
+		if (ret)
+			goto out;
+		slot = umcg_slot_at(grp, i);
 	}
+	if (!slot) {
+		slot = waiting;
+		umcg_slot_gp_wait(slot);
+	}
+	/* Room for the tid's entry before anything is published. */
+	ret = xa_insert(&grp->tids, task_pid_vnr(current), XA_ZERO_ENTRY,
+			GFP_KERNEL_ACCOUNT);
+	if (ret == -EBUSY)
+		ret = 0;	/* a dead thread's, replaced below */
+	if (ret)
+		goto out;
 
 	task = &grp->tasks[slot->idx];
 	memset(task, 0, sizeof(*task));
@@ -265,21 +345,26 @@ int umcg_task_add(struct umcg_group *grp,
 	grp->nr_tasks++;
 	atomic_inc(&umcg_nr_tasks);
 
-	hash_add_rcu(grp->tid_hash, &slot->tid_node, slot->tid);
-	if (args->flags == UMCG_REGISTER_SERVER) {
+	/* Cannot fail: the entry exists (a reserved or a dead one). */
+	old = xa_store(&grp->tids, slot->tid, slot, GFP_KERNEL_ACCOUNT);
+	WARN_ON_ONCE(xa_is_err(old));
+	if (worker) {
+		atomic_inc(&umcg_nr_workers);
+		worker = false;	/* the slot holds the hook reference now */
+	} else {
 		spin_lock(&grp->server_lock);
 		grp->servers[grp->nr_servers++] = slot->idx;
 		spin_unlock(&grp->server_lock);
-	} else {
-		atomic_inc(&umcg_nr_workers);
 	}
-	spin_lock(&umcg_task_hash_lock);
+	raw_spin_lock_irq(&umcg_task_hash_lock);
 	hash_add_rcu(umcg_task_hash, &slot->task_node, (unsigned long)current);
-	spin_unlock(&umcg_task_hash_lock);
+	raw_spin_unlock_irq(&umcg_task_hash_lock);
 
 	*task_off = (u64)slot->idx * sizeof(struct umcg_task);
 out:
 	mutex_unlock(&grp->lock);
+	if (worker)
+		umcg_hook_put();
 	return ret;
 }
 
@@ -291,6 +376,7 @@ out:
  */
 int umcg_task_del(struct umcg_group *grp)
 {
+	struct umcg_slot *s;
 	unsigned int i;
 	int ret = -ENOENT;
 
@@ -299,10 +385,10 @@ int umcg_task_del(struct umcg_group *grp)
 		ret = -EPERM;
 		goto out;
 	}
-	for (i = 0; i < UMCG_KMOD_MAX_TASKS; i++) {
-		if (grp->slots[i].task != current)
+	for (i = 0; (s = umcg_slot_at(grp, i)); i++) {
+		if (s->task != current)
 			continue;
-		umcg_slot_free(grp, &grp->slots[i]);
+		umcg_slot_free(grp, s);
 		ret = 0;
 		break;
 	}

@@ -7,20 +7,33 @@
  *   mmap_lock (held by the mm core around ->mmap)
  *     umcg_group.lock (mutex: registration, binding, mmap)
  *       umcg_groups_lock (mutex)
- *       umcg_task_hash_lock (spinlock)
+ *       umcg_hook_lock (mutex, hook.c: arming the block hook)
+ *       umcg_group.tids' xa_lock
+ *       umcg_task_hash_lock (raw spinlock)
  *       umcg_group.server_lock (spinlock)
- *         umcg_group.waitq[i].lock (inside wake_up())
+ *         umcg_slot.waitq.lock (inside wake_up())
+ *   umcg_users_lock (mutex, group.c: the per-user counts; a leaf, taken
+ *                    by open() and the group's free with no other lock)
  *
  * The scheduler hook (hook.c) and the task work (kmove.c) take only
+ * umcg_task_hash_lock (the hook, at a worker's last schedule),
  * umcg_group.server_lock and wait queue locks, never a mutex; they find
  * their slot under RCU.  No user memory is touched (copy_{to,from}_user,
  * page faults) with a umcg lock held: the shared area is module memory.
+ *
+ * Memory.  What a process makes the module allocate is charged to its
+ * memory cgroup (GFP_KERNEL_ACCOUNT) and follows use: open() allocates
+ * the small struct umcg_group; binding (the first REGISTER or mmap)
+ * allocates the shared area and the server list; registration allocates
+ * slots UMCG_SLOTS_PER_CHUNK at a time.  One user may have at most
+ * max_groups_per_user groups (group.c).
  *
  * Lifetimes.  A group (one per process) is referenced by its file, by
  * every queued task work of its threads, and holds a reference on the
  * module; it is freed from umcg_wq after an RCU grace period, so RCU
  * readers (the hook, tid lookups) may use any slot of a group they found.
- * A registered slot holds a reference on its task and its struct pid.
+ * Slot chunks live as long as their group.  A registered slot holds a
+ * reference on its task and its struct pid.
  */
 #ifndef _UMCG_INTERNAL_H
 #define _UMCG_INTERNAL_H
@@ -38,6 +51,7 @@
 #include <linux/version.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
+#include <linux/xarray.h>
 
 #include <umcg.h>
 
@@ -51,10 +65,14 @@
 	 UMCG_FEATURE_HANDOFF)
 
 /*
- * Most threads one group (one process) may have registered at once.  The
- * group's kernel state costs about 140 bytes per slot, allocated at open().
+ * Most threads one group (one process) may have registered at once.  Slots
+ * are allocated UMCG_SLOTS_PER_CHUNK at a time (8 KiB a chunk on x86-64),
+ * when registration needs one.
  */
 #define UMCG_KMOD_MAX_TASKS	4096U
+#define UMCG_SLOTS_PER_CHUNK	64U
+#define UMCG_NR_CHUNKS		(UMCG_KMOD_MAX_TASKS / UMCG_SLOTS_PER_CHUNK)
+static_assert(UMCG_KMOD_MAX_TASKS % UMCG_SLOTS_PER_CHUNK == 0);
 /* The event bitmap fills at most its one page. */
 static_assert(UMCG_KMOD_MAX_TASKS <= PAGE_SIZE * BITS_PER_BYTE);
 
@@ -94,46 +112,58 @@ static inline u32 umcg_state_of(u32 s)
 /**
  * struct umcg_slot - one registered thread of a group
  * @task_node:  in umcg_task_hash, keyed by @task (task.c)
- * @tid_node:   in umcg_group.tid_hash, keyed by @tid
  * @task:       the thread (a reference), NULL if the slot is free
  * @pid:        its struct pid (a reference): tells a live thread from a
  *              dead one whose tid may have been reused
  * @grp:        the group, constant
  * @idx:        the slot's index, constant
- * @flags:      UMCG_REGISTER_WORKER or UMCG_REGISTER_SERVER
- * @tid:        the thread's tid in its own pid namespace
+ * @tid:        the thread's tid in its own pid namespace; the slot is the
+ *              entry of umcg_group.tids at @tid while registered, unless
+ *              the thread is dead and a new one took its tid
  * @cpu:        a server's CPU, as registered
+ * @flags:      UMCG_REGISTER_WORKER or UMCG_REGISTER_SERVER
+ * @in_wait:    the thread sleeps in a umcg wait (WAIT, SWITCH, the wait
+ *              to be picked): the hook does not count it as a block.
+ *              Written and read only by the thread itself
+ * @gp_wait:    @task_node left umcg_task_hash at @gp: lock-free readers
+ *              may still be on it until that grace period ends, so it is
+ *              not hashed again before (task.c).  Under umcg_task_hash_lock
  * @resume_work: queued when a worker blocks, runs at its return to user
  * @preempt_work: queued by UMCG_IOC_PREEMPT
  * @work_bits:  UMCG_WORK_*: set while the matching work is queued; a slot
  *              is reused only when no work is queued on it
- * @in_wait:    the thread sleeps in a umcg wait (WAIT, SWITCH, the wait
- *              to be picked): the hook does not count it as a block.
- *              Written and read only by the thread itself
  * @rehold:     the thread left its wait to be picked for a stop (freezer,
  *              SIGSTOP, ptrace) and is to wait again after it (kmove.c).
  *              Written and read only by the thread itself
+ * @gp:         see @gp_wait (get_state_synchronize_rcu())
+ * @waitq:      where the thread sleeps: UMCG_IOC_WAIT/SWITCH and the wait
+ *              to be picked after a kernel move
  *
  * Slot i is the struct umcg_task at offset i * sizeof(struct umcg_task)
- * of the group's mapping.  Fields other than @work_bits change only
- * under umcg_group.lock, while the slot is in neither hash.
+ * of the group's mapping.  Fields other than @work_bits, @in_wait,
+ * @gp_wait and @gp change only under umcg_group.lock, while the slot is
+ * in neither umcg_task_hash nor umcg_group.tids.  128 bytes on x86-64.
  */
 struct umcg_slot {
 	struct hlist_node	task_node;
-	struct hlist_node	tid_node;
 	struct task_struct	*task;
 	struct pid		*pid;
 	struct umcg_group	*grp;
 	u32			idx;
-	u32			flags;
 	u32			tid;
 	u32			cpu;
+	u16			flags;
+	bool			in_wait;
+	bool			gp_wait;
 	struct callback_head	resume_work;
 	struct callback_head	preempt_work;
 	unsigned long		work_bits;
-	bool			in_wait;
 	bool			rehold;
+	unsigned long		gp;
+	wait_queue_head_t	waitq;
 };
+
+struct umcg_user;
 
 /**
  * struct umcg_group - the state of one process: one per open file of
@@ -146,17 +176,19 @@ struct umcg_slot {
  * @node:     in umcg_groups once bound (under umcg_groups_lock)
  * @mm:       owner's mm (mmgrab()), NULL until bound; the key of umcg_groups
  * @tgid:     owner's thread group (a reference), NULL until bound
+ * @user:     the opener's user, whose max_groups_per_user this counts in
  * @tasks:    the shared area (UMCG_KMOD_AREA_SIZE zeroed bytes of
- *            vmalloc_user() memory, mapped into the owner): the slots'
+ *            vmalloc memory, mapped into the owner): the slots'
  *            struct umcg_task, then @events; NULL until bound
  * @events:   the event bitmap, in the shared area
+ * @servers:  slot indices of the registered servers, room for
+ *            UMCG_KMOD_MAX_TASKS; NULL until bound
  * @nr_tasks: slots in use
  * @nr_servers: registered servers, their slot indices in @servers[]
  * @free_work: frees the group (umcg_wq)
- * @tid_hash: registered slots by tid
- * @slots:    the registered threads
- * @waitq:    per slot, where its thread sleeps: UMCG_IOC_WAIT/SWITCH and
- *            the wait to be picked after a kernel move
+ * @tids:     registered slots by tid (RCU lookups)
+ * @chunks:   the slots, UMCG_SLOTS_PER_CHUNK per chunk, allocated in
+ *            order as registration needs them (umcg_slot_at())
  */
 struct umcg_group {
 	struct kref		ref;
@@ -166,16 +198,32 @@ struct umcg_group {
 	struct list_head	node;
 	struct mm_struct	*mm;
 	struct pid		*tgid;
+	struct umcg_user	*user;
 	struct umcg_task	*tasks;
 	unsigned long		*events;
+	u16			*servers;
 	unsigned int		nr_tasks;
 	unsigned int		nr_servers;
-	u16			servers[UMCG_KMOD_MAX_TASKS];
 	struct work_struct	free_work;
-	DECLARE_HASHTABLE(tid_hash, 10);
-	struct umcg_slot	slots[UMCG_KMOD_MAX_TASKS];
-	wait_queue_head_t	waitq[UMCG_KMOD_MAX_TASKS];
+	struct xarray		tids;
+	struct umcg_slot	*chunks[UMCG_NR_CHUNKS];
 };
+
+/*
+ * Slot @idx of @grp, or NULL if @idx is out of range or its chunk is not
+ * allocated yet.  Any context: a chunk, once published, lives as long as
+ * its group.
+ */
+static inline struct umcg_slot *umcg_slot_at(struct umcg_group *grp,
+					     unsigned int idx)
+{
+	struct umcg_slot *chunk;
+
+	if (idx >= UMCG_KMOD_MAX_TASKS)
+		return NULL;
+	chunk = READ_ONCE(grp->chunks[idx / UMCG_SLOTS_PER_CHUNK]);
+	return chunk ? &chunk[idx % UMCG_SLOTS_PER_CHUNK] : NULL;
+}
 
 /* main.c: the module's workqueue and what /sys/class/misc/umcg shows. */
 extern struct workqueue_struct *umcg_wq;
@@ -184,26 +232,38 @@ extern atomic_t umcg_nr_tasks;		/* registered slots, all groups */
 extern atomic_t umcg_nr_workers;	/* registered workers, all groups */
 extern atomic_t umcg_nr_works;		/* queued task works */
 
-/* group.c: lifetime and ownership. */
-struct umcg_group *umcg_group_alloc(void);
+/* group.c: lifetime, ownership, memory. */
+struct umcg_group *umcg_group_alloc(int *err);
 void umcg_group_put(struct umcg_group *grp);
 void umcg_group_put_atomic(struct umcg_group *grp);
 void umcg_group_release_file(struct umcg_group *grp);
 int umcg_group_bind(struct umcg_group *grp);
 bool umcg_group_owned(const struct umcg_group *grp);
+int umcg_group_grow(struct umcg_group *grp);
+int umcg_group_map(struct umcg_group *grp, struct vm_area_struct *vma);
 
 /* task.c: registration of the calling thread, lookups. */
 int umcg_task_add(struct umcg_group *grp,
 		  const struct umcg_register_args *args, u64 *task_off);
 int umcg_task_del(struct umcg_group *grp);
 void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot);
+void umcg_slot_unhash_task(struct umcg_slot *slot);
 struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk);
 struct umcg_slot *umcg_slot_of_tid(struct umcg_group *grp, u32 tid);
 
-/* hook.c: block detection (sched_entry_tp or a kprobe on schedule). */
+/*
+ * hook.c: block detection (sched_entry_tp or a kprobe on schedule), armed
+ * while a worker is registered: umcg_hook_get() for each, before it can
+ * block; umcg_hook_put() when its slot is freed.
+ */
 int umcg_hook_init(void);
 void umcg_hook_exit(void);
 const char *umcg_hook_name(void);
+int umcg_hook_get(void);
+void umcg_hook_put(void);
+bool umcg_hook_armed(void);
+u64 umcg_hook_calls(void);
+u64 umcg_hook_hits(void);
 
 /* kmove.c: the moves the kernel makes on workers, events, pokes. */
 void umcg_worker_sleeping(struct umcg_slot *slot);

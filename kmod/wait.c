@@ -5,7 +5,7 @@
  * process, having written RUNNING into that word through the mapping,
  * wakes it; SWITCH does both in one call, asking for the caller's CPU.
  *
- * Lock order: only umcg_group.waitq[i].lock, inside wake_up() or
+ * Lock order: only umcg_slot.waitq.lock, inside wake_up() or
  * umcg_wake_slot() (kmove.c).  No mutex is taken, so a RUNNING worker
  * calling WAKE or PREEMPT does not sleep in them (which the block hook
  * would count as a block).
@@ -115,13 +115,13 @@ static int umcg_sleep(struct umcg_group *grp, struct umcg_slot *self,
 	WRITE_ONCE(self->in_wait, true);
 	for (;;) {
 		if (!timed) {
-			ret = wait_event_interruptible(grp->waitq[idx],
+			ret = wait_event_interruptible(self->waitq,
 						       umcg_task_running(task));
 		} else {
 			timeout = ktime_sub(deadline, ktime_get());
 			if (ktime_before(timeout, 0))
 				timeout = 0;
-			ret = wait_event_interruptible_hrtimeout(grp->waitq[idx],
+			ret = wait_event_interruptible_hrtimeout(self->waitq,
 							umcg_task_running(task),
 							timeout);
 		}

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/membarrier.h>
 
 #include "kselftest_harness.h"
 
@@ -185,11 +186,25 @@ TEST_F(reg, server_and_workers)
 	EXPECT_EQ(-ENOENT, umcg_unreg(self->fd));
 }
 
+/*
+ * Let an RCU grace period pass: MEMBARRIER_CMD_GLOBAL waits for one
+ * (synchronize_rcu()) on a machine with more than one CPU.
+ */
+static int grace_period(void)
+{
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return -1;
+	return syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}
+
+/* A slot that was used is zeroed when it is reused (after a grace period). */
 TEST_F(reg, zeroed_at_register)
 {
 	__u64 off = 0, off2 = 0;
 	struct umcg_task *t;
 
+	if (grace_period())
+		SKIP(return, "no membarrier(MEMBARRIER_CMD_GLOBAL) grace period");
 	reg_map(_metadata, self);
 	for (int i = 0; i < 2; i++) {
 		ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, &off));
@@ -198,10 +213,36 @@ TEST_F(reg, zeroed_at_register)
 		ASSERT_TRUE(all_zero(t, sizeof(*t))) TH_LOG("round %d", i);
 		memset(t, 0xff, sizeof(*t));
 		ASSERT_EQ(0, umcg_unreg(self->fd));
+		ASSERT_EQ(0, grace_period());
 	}
 	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, &off2));
 	EXPECT_EQ(off, off2);
 	EXPECT_TRUE(all_zero(self->map + off2 / sizeof(*t), sizeof(*t)));
+	EXPECT_EQ(0, umcg_unreg(self->fd));
+}
+
+/*
+ * A slot just unregistered is not reused while another is free: lock-free
+ * lookups may still be on its hash node until a grace period ends, and
+ * hashing it again at once would lead them into another bucket, where
+ * they miss the threads of their own (a spurious -ESRCH).  After a grace
+ * period it is the first free slot again.
+ */
+TEST_F(reg, reuse_after_grace_period)
+{
+	__u64 off = 0, off2 = 0, off3 = 0;
+
+	if (grace_period())
+		SKIP(return, "no membarrier(MEMBARRIER_CMD_GLOBAL) grace period");
+	reg_map(_metadata, self);
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, &off));
+	ASSERT_EQ(0, umcg_unreg(self->fd));
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, &off2));
+	EXPECT_NE(off, off2);
+	ASSERT_EQ(0, umcg_unreg(self->fd));
+	ASSERT_EQ(0, grace_period());
+	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, &off3));
+	EXPECT_EQ(off, off3);
 	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
