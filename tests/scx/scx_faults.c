@@ -63,7 +63,7 @@
 #include "umcg_test_churn.h"
 #include "umcg_test_feeder.h"
 
-#define FA_WORKERS		200
+#define FA_WORKERS		64
 #define FA_MANY_WORKERS		1000
 #define FA_MAX_WORKERS		1000
 #define FA_ROUNDS		20
