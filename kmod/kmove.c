@@ -34,9 +34,9 @@
  * would spin until picked).  So the wait defers what it can and leaves
  * only for what must not wait:
  *
- *   - blockable signals: blocked for the wait's duration (sigprocmask(),
- *     which hands process-wide ones to other threads); delivered once the
- *     worker is picked;
+ *   - blockable signals but SIGKILL: blocked for the wait's duration
+ *     (sigprocmask(), which hands process-wide ones to other threads);
+ *     delivered once the worker is picked;
  *   - TWA_SIGNAL task work of others (io_uring): TIF_NOTIFY_SIGNAL is
  *     cleared, the work runs when this callback returns;
  *   - the system-suspend freezer (and cgroup v1's): the sleep is
@@ -370,7 +370,13 @@ static bool umcg_hold(struct umcg_slot *slot)
 	sigset_t all, saved;
 	bool stop = false;
 
+	/*
+	 * sigprocmask() blocks whatever it is given, SIGKILL too (only
+	 * set_current_blocked() leaves it out): a SIGKILL blocked here would
+	 * not count as pending, and the kill would not end the hold.
+	 */
 	sigfillset(&all);
+	sigdelset(&all, SIGKILL);
 	sigprocmask(SIG_SETMASK, &all, &saved);
 	/* Picked between the check and schedule(): no block (see wait.c). */
 	WRITE_ONCE(slot->in_wait, true);

@@ -435,9 +435,14 @@ static int reach(struct thr *t)
 		CHECK(umcg_poll_ms(state_of(t->task) == UMCG_TASK_BLOCKED,
 				   READY_MS), "%#x", t->task->state);
 		CHECK(sleeps(t->tid, 'S'), "thread %d", t->idx);
-		CHECK(umcg_event_test(cevents, idx), "event bit of slot %u",
-		      idx);
-		CHECK(t->task->blocked_ns != 0, "blocked_ns");
+		/*
+		 * The word moves first; the time and the event bit follow,
+		 * and /proc says 'S' before the hook ran: poll for them.
+		 */
+		CHECK(umcg_poll_ms(umcg_event_test(cevents, idx), READY_MS),
+		      "event bit of slot %u", idx);
+		CHECK(umcg_poll_ms(t->task->blocked_ns != 0, READY_MS),
+		      "blocked_ns");
 		CHECK(umcg_poll_ms(server_pokes > 0, READY_MS), "server poke");
 		if (t->role == R_BLOCKED)
 			return 1;
@@ -449,9 +454,10 @@ static int reach(struct thr *t)
 				   READY_MS), "%#x", t->task->state);
 		CHECK(sleeps(t->tid, 'S'), "thread %d: %c", t->idx,
 		      proc_state(t->tid));
-		CHECK(umcg_event_test(cevents, idx), "event bit of slot %u",
-		      idx);
-		CHECK(t->task->woken_ns != 0, "woken_ns");
+		CHECK(umcg_poll_ms(umcg_event_test(cevents, idx), READY_MS),
+		      "event bit of slot %u", idx);
+		CHECK(umcg_poll_ms(t->task->woken_ns != 0, READY_MS),
+		      "woken_ns");
 		umcg_sleep_ms(100);
 		CHECK(t->phase == 1, "returned to user space: phase %d",
 		      t->phase);
