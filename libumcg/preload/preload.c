@@ -887,48 +887,43 @@ UMCG_EXPORT int pclose(FILE *f)
 static void *_Atomic umcg_real_execve;
 static void *_Atomic umcg_real_execvpe;
 
-UMCG_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+/*
+ * The real execve() (or, @search, execvpe()) of @file with the mask
+ * widened around it; @caller is the hooked call's return address.
+ */
+static int umcg_exec_widened(const void *caller, bool search, const char *file,
+			     char *const argv[], char *const envp[])
 {
 	struct umcg_widened w;
 	int ret;
 
-	umcg_widen(__builtin_return_address(0), &w);
-	ret = UMCG_REAL(execve, NULL)(path, argv, envp);
+	umcg_widen(caller, &w);
+	if (search)
+		ret = UMCG_REAL(execvpe, NULL)(file, argv, envp);
+	else
+		ret = UMCG_REAL(execve, NULL)(file, argv, envp);
 	umcg_narrow(&w);
 	return ret;
+}
+
+UMCG_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return umcg_exec_widened(__builtin_return_address(0), false, path, argv, envp);
 }
 
 UMCG_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	struct umcg_widened w;
-	int ret;
-
-	umcg_widen(__builtin_return_address(0), &w);
-	ret = UMCG_REAL(execvpe, NULL)(file, argv, envp);
-	umcg_narrow(&w);
-	return ret;
+	return umcg_exec_widened(__builtin_return_address(0), true, file, argv, envp);
 }
 
 UMCG_EXPORT int execv(const char *path, char *const argv[])
 {
-	struct umcg_widened w;
-	int ret;
-
-	umcg_widen(__builtin_return_address(0), &w);
-	ret = UMCG_REAL(execve, NULL)(path, argv, environ);
-	umcg_narrow(&w);
-	return ret;
+	return umcg_exec_widened(__builtin_return_address(0), false, path, argv, environ);
 }
 
 UMCG_EXPORT int execvp(const char *file, char *const argv[])
 {
-	struct umcg_widened w;
-	int ret;
-
-	umcg_widen(__builtin_return_address(0), &w);
-	ret = UMCG_REAL(execvpe, NULL)(file, argv, environ);
-	umcg_narrow(&w);
-	return ret;
+	return umcg_exec_widened(__builtin_return_address(0), true, file, argv, environ);
 }
 
 /*
@@ -952,51 +947,36 @@ UMCG_EXPORT int execvp(const char *file, char *const argv[])
 
 UMCG_EXPORT int execl(const char *path, const char *arg0, ...)
 {
-	struct umcg_widened w;
 	va_list ap;
 	char **argv;
-	int ret;
 
 	va_start(ap, arg0);
 	UMCG_EXECL_ARGV(argv, arg0, ap);
 	va_end(ap);
-	umcg_widen(__builtin_return_address(0), &w);
-	ret = UMCG_REAL(execve, NULL)(path, argv, environ);
-	umcg_narrow(&w);
-	return ret;
+	return umcg_exec_widened(__builtin_return_address(0), false, path, argv, environ);
 }
 
 UMCG_EXPORT int execlp(const char *file, const char *arg0, ...)
 {
-	struct umcg_widened w;
 	va_list ap;
 	char **argv;
-	int ret;
 
 	va_start(ap, arg0);
 	UMCG_EXECL_ARGV(argv, arg0, ap);
 	va_end(ap);
-	umcg_widen(__builtin_return_address(0), &w);
-	ret = UMCG_REAL(execvpe, NULL)(file, argv, environ);
-	umcg_narrow(&w);
-	return ret;
+	return umcg_exec_widened(__builtin_return_address(0), true, file, argv, environ);
 }
 
 UMCG_EXPORT int execle(const char *path, const char *arg0, ...)
 {
-	struct umcg_widened w;
 	char **argv, **envp;
 	va_list ap;
-	int ret;
 
 	va_start(ap, arg0);
 	UMCG_EXECL_ARGV(argv, arg0, ap);
 	envp = va_arg(ap, char **);
 	va_end(ap);
-	umcg_widen(__builtin_return_address(0), &w);
-	ret = UMCG_REAL(execve, NULL)(path, argv, envp);
-	umcg_narrow(&w);
-	return ret;
+	return umcg_exec_widened(__builtin_return_address(0), false, path, argv, envp);
 }
 
 /* --- blocking calls: announced, so that the core changes hands ---------- */

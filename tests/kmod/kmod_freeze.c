@@ -184,29 +184,9 @@ static void *wait_fn(void *arg)
 	return NULL;
 }
 
-/* The scheduler state letter of thread @tid of this process, '?'. */
-static char proc_state(pid_t pid, pid_t tid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return '?';
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return '?';
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 static bool sleeping(pid_t tid)
 {
-	char c = proc_state(getpid(), tid);
+	char c = umcg_proc_state(0, tid);
 
 	return c == 'S' || c == 'D';
 }
@@ -430,7 +410,7 @@ TEST_F(f, cgroup_v2)
 		ASSERT_EQ(0, write_file(path, "1"));
 		EXPECT_TRUE(umcg_poll_ms(events_frozen(events, 1), FROZEN_MS))
 			TH_LOG("round %d: never frozen; held worker %c",
-			       round, proc_state(pid, sh->held_tid));
+			       round, umcg_proc_state(pid, sh->held_tid));
 		EXPECT_EQ(0, sh->held_after);
 		ASSERT_EQ(0, write_file(path, "0"));
 		EXPECT_TRUE(umcg_poll_ms(events_frozen(events, 0), FROZEN_MS));

@@ -166,30 +166,10 @@ child_fail(int line, const char *fmt, ...)
 		child_fail(__LINE__, "%s: " fmt, #cond, ##__VA_ARGS__);	\
 } while (0)
 
-/* The scheduler state letter of thread @tid in /proc, '?' if unknown. */
-static char proc_state(pid_t tid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return '?';
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return '?';
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
-}
-
 /* Wait until @tid sleeps: 'S' (interruptible, the hold too) or 'D'. */
 static bool sleeps(pid_t tid, char how)
 {
-	return umcg_poll_ms(proc_state(tid) == how, READY_MS);
+	return umcg_poll_ms(umcg_proc_state(0, tid) == how, READY_MS);
 }
 
 static __u32 state_of(struct umcg_task *t)
@@ -453,7 +433,7 @@ static int reach(struct thr *t)
 		CHECK(umcg_poll_ms(state_of(t->task) == UMCG_TASK_RUNNABLE,
 				   READY_MS), "%#x", t->task->state);
 		CHECK(sleeps(t->tid, 'S'), "thread %d: %c", t->idx,
-		      proc_state(t->tid));
+		      umcg_proc_state(0, t->tid));
 		CHECK(umcg_poll_ms(umcg_event_test(cevents, idx), READY_MS),
 		      "event bit of slot %u", idx);
 		CHECK(umcg_poll_ms(t->task->woken_ns != 0, READY_MS),
@@ -484,7 +464,7 @@ static int reach(struct thr *t)
 		s = umcg_state_load(t->task);
 		CHECK(!(s & UMCG_TF_PREEMPT), "flag left: %#x", s);
 		CHECK(sleeps(t->tid, 'S'), "thread %d: %c", t->idx,
-		      proc_state(t->tid));
+		      umcg_proc_state(0, t->tid));
 		CHECK(umcg_event_test(cevents, idx), "event bit of slot %u",
 		      idx);
 		CHECK(stopped(t), "still spinning");
@@ -552,10 +532,10 @@ static void release_file(size_t len)
 		if (t->role == R_BLOCKED || t->role == R_RUNNABLE)
 			CHECK(umcg_poll_ms(t->phase == 2, READY_MS),
 			      "thread %d still held: phase %d, %c", i,
-			      t->phase, proc_state(t->tid));
+			      t->phase, umcg_proc_state(0, t->tid));
 		if (t->role == R_PREEMPTED || t->role == R_RUNNING)
 			CHECK(spinning(t), "thread %d still held: %c", i,
-			      proc_state(t->tid));
+			      umcg_proc_state(0, t->tid));
 	}
 }
 

@@ -40,56 +40,17 @@
 #define EPOLL_MS	1500
 
 FIXTURE(n) {
-	int fd;
-	bool loaded;
-	size_t len;
-	struct umcg_task *map;
+	struct umcg_kmod_dev d;
 };
 
 FIXTURE_SETUP(n)
 {
-	int max;
-
-	self->fd = -1;
-	self->map = MAP_FAILED;
-	if (!umcg_kmod_get(_metadata, &self->loaded))
-		return;
-	self->fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->fd);
-	max = umcg_max_tasks(self->fd);
-	ASSERT_LT(0, max);
-	self->len = umcg_map_len(max);
-	self->map = umcg_map(self->fd, self->len);
-	ASSERT_NE(MAP_FAILED, self->map);
+	umcg_kmod_dev_open(_metadata, &self->d);
 }
 
 FIXTURE_TEARDOWN(n)
 {
-	if (self->map != MAP_FAILED)
-		EXPECT_EQ(0, munmap(self->map, self->len));
-	if (self->fd >= 0)
-		EXPECT_EQ(0, close(self->fd));
-	if (self->loaded)
-		EXPECT_EQ(0, umcg_unload_eventually(10000));
-}
-
-static char proc_state(pid_t tid)
-{
-	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return '?';
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return '?';
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : '?';
+	umcg_kmod_dev_close(_metadata, &self->d);
 }
 
 struct ring;
@@ -140,7 +101,7 @@ static void *epoll_fn(void *arg)
 
 TEST_F(n, preempt_epoll)
 {
-	struct thr t = { .fd = self->fd, .map = self->map };
+	struct thr t = { .fd = self->d.fd, .map = self->d.map };
 	int p[2];
 	pthread_t th;
 
@@ -149,8 +110,8 @@ TEST_F(n, preempt_epoll)
 	ASSERT_EQ(0, pthread_create(&th, NULL, epoll_fn, &t));
 	ASSERT_TRUE(umcg_poll_ms(t.phase >= 1, READY_MS));
 	ASSERT_EQ(0, t.ret);
-	ASSERT_TRUE(umcg_poll_ms(proc_state(t.tid) == 'S', READY_MS));
-	ASSERT_EQ(0, umcg_preempt(self->fd, t.tid));
+	ASSERT_TRUE(umcg_poll_ms(umcg_proc_state(0, t.tid) == 'S', READY_MS));
+	ASSERT_EQ(0, umcg_preempt(self->d.fd, t.tid));
 	ASSERT_TRUE(umcg_poll_ms(t.phase == 2, READY_MS));
 	pthread_join(th, NULL);
 	EXPECT_EQ(0, t.ret) TH_LOG("epoll_wait: %d, %s after %llu ms", t.ret,
@@ -270,7 +231,7 @@ static void *wait_fn(void *arg)
 static void wait_task_work(struct __test_metadata *_metadata,
 			   FIXTURE_DATA(n) *self, bool abs)
 {
-	struct thr t = { .fd = self->fd, .map = self->map };
+	struct thr t = { .fd = self->d.fd, .map = self->d.map };
 	struct ring r;
 	pthread_t th;
 	int p[2], ret;
@@ -285,7 +246,7 @@ static void wait_task_work(struct __test_metadata *_metadata,
 	ASSERT_EQ(0, pthread_create(&th, NULL, wait_fn, &t));
 	ASSERT_TRUE(umcg_poll_ms(t.phase >= 1, READY_MS));
 	ASSERT_EQ(0, t.ret);
-	ASSERT_TRUE(umcg_poll_ms(proc_state(t.tid) == 'S', READY_MS));
+	ASSERT_TRUE(umcg_poll_ms(umcg_proc_state(0, t.tid) == 'S', READY_MS));
 	umcg_sleep_ms(100);
 	EXPECT_EQ(0u, ring_cqes(&r));
 
@@ -296,10 +257,10 @@ static void wait_task_work(struct __test_metadata *_metadata,
 	EXPECT_EQ(1, t.phase) TH_LOG("WAIT returned %d (%s)", t.ret,
 				     strerror(-t.ret));
 	EXPECT_EQ(1u, ring_cqes(&r));
-	EXPECT_TRUE(umcg_poll_ms(proc_state(t.tid) == 'S', 5000));
+	EXPECT_TRUE(umcg_poll_ms(umcg_proc_state(0, t.tid) == 'S', 5000));
 
 	umcg_state_store(t.task, UMCG_TASK_RUNNING);
-	EXPECT_EQ(0, umcg_wake(self->fd, t.tid));
+	EXPECT_EQ(0, umcg_wake(self->d.fd, t.tid));
 	EXPECT_TRUE(umcg_poll_ms(t.phase == 2, READY_MS));
 	pthread_join(th, NULL);
 	EXPECT_EQ(0, t.ret);
@@ -320,7 +281,7 @@ TEST_F(n, wait_task_work_abstime)
 
 TEST_F(n, wait_signal)
 {
-	struct thr t = { .fd = self->fd, .map = self->map };
+	struct thr t = { .fd = self->d.fd, .map = self->d.map };
 	struct sigaction sa = { .sa_handler = on_sig };
 	pthread_t th;
 
@@ -328,7 +289,7 @@ TEST_F(n, wait_signal)
 	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
 	ASSERT_EQ(0, pthread_create(&th, NULL, wait_fn, &t));
 	ASSERT_TRUE(umcg_poll_ms(t.phase >= 1, READY_MS));
-	ASSERT_TRUE(umcg_poll_ms(proc_state(t.tid) == 'S', READY_MS));
+	ASSERT_TRUE(umcg_poll_ms(umcg_proc_state(0, t.tid) == 'S', READY_MS));
 	ASSERT_EQ(0, syscall(SYS_tgkill, getpid(), t.tid, SIGUSR1));
 	EXPECT_TRUE(umcg_poll_ms(t.phase == 2, READY_MS));
 	pthread_join(th, NULL);

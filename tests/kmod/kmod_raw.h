@@ -238,4 +238,74 @@ static inline int umcg_unload_eventually(long ms)
 	return ret;
 }
 
+/*
+ * The scheduler state letter ('R', 'S', 'D', ...) of thread @tid of
+ * process @pid (0: this one) in /proc, '?' if unknown.
+ */
+static inline char umcg_proc_state(pid_t pid, pid_t tid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	if (pid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : '?';
+}
+
+/*
+ * What most fixtures hold: the module (loaded by this test or not), one
+ * open /dev/umcg and its shared area mapped whole. 
+ */
+struct umcg_kmod_dev {
+	int fd;
+	bool loaded;
+	unsigned int max_tasks;
+	size_t len;
+	struct umcg_task *map;
+};
+
+/* Load, open and map; SKIPs (fd stays -1) where umcg_kmod_get() does. */
+static inline void umcg_kmod_dev_open(struct __test_metadata *_metadata,
+				      struct umcg_kmod_dev *d)
+{
+	int max;
+
+	d->fd = -1;
+	d->map = MAP_FAILED;
+	if (!umcg_kmod_get(_metadata, &d->loaded))
+		return;
+	d->fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, d->fd) TH_LOG("open: %s", strerror(errno));
+	max = umcg_max_tasks(d->fd);
+	ASSERT_LT(0, max);
+	d->max_tasks = max;
+	d->len = umcg_map_len(max);
+	d->map = umcg_map(d->fd, d->len);
+	ASSERT_NE(MAP_FAILED, d->map) TH_LOG("mmap: %s", strerror(errno));
+}
+
+/* Undo umcg_kmod_dev_open(), unloading the module if it loaded it. */
+static inline void umcg_kmod_dev_close(struct __test_metadata *_metadata,
+				       struct umcg_kmod_dev *d)
+{
+	if (d->map != MAP_FAILED)
+		EXPECT_EQ(0, munmap(d->map, d->len));
+	if (d->fd >= 0)
+		EXPECT_EQ(0, close(d->fd));
+	if (d->loaded)
+		EXPECT_EQ(0, umcg_unload_eventually(10000));
+}
+
 #endif /* UMCG_KMOD_RAW_H */

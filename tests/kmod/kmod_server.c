@@ -31,37 +31,17 @@
 #define POKE_MS		5000
 
 FIXTURE(s) {
-	int fd;
-	bool loaded;
-	size_t len;
-	struct umcg_task *map;
+	struct umcg_kmod_dev d;
 };
 
 FIXTURE_SETUP(s)
 {
-	int max;
-
-	self->fd = -1;
-	self->map = MAP_FAILED;
-	if (!umcg_kmod_get(_metadata, &self->loaded))
-		return;
-	self->fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, self->fd);
-	max = umcg_max_tasks(self->fd);
-	ASSERT_LT(0, max);
-	self->len = umcg_map_len(max);
-	self->map = umcg_map(self->fd, self->len);
-	ASSERT_NE(MAP_FAILED, self->map);
+	umcg_kmod_dev_open(_metadata, &self->d);
 }
 
 FIXTURE_TEARDOWN(s)
 {
-	if (self->map != MAP_FAILED)
-		EXPECT_EQ(0, munmap(self->map, self->len));
-	if (self->fd >= 0)
-		EXPECT_EQ(0, close(self->fd));
-	if (self->loaded)
-		EXPECT_EQ(0, umcg_unload_eventually(10000));
+	umcg_kmod_dev_close(_metadata, &self->d);
 }
 
 struct thr {
@@ -143,7 +123,7 @@ static void *w_fn(void *arg)
 static void dead_server(struct __test_metadata *_metadata,
 			FIXTURE_DATA(s) *self, bool named)
 {
-	struct thr s1 = { .fd = self->fd, .map = self->map };
+	struct thr s1 = { .fd = self->d.fd, .map = self->d.map };
 	struct thr s2 = s1, w = s1;
 	pthread_t t1, t2, tw;
 	int p[2];
@@ -180,7 +160,7 @@ static void dead_server(struct __test_metadata *_metadata,
 				  UMCG_TASK_STATE_MASK) == UMCG_TASK_RUNNABLE,
 				 READY_MS));
 	umcg_state_store(w.task, UMCG_TASK_RUNNING);
-	EXPECT_EQ(0, umcg_wake(self->fd, w.tid));
+	EXPECT_EQ(0, umcg_wake(self->d.fd, w.tid));
 	EXPECT_TRUE(umcg_poll_ms(w.phase == 2, READY_MS));
 	ASSERT_EQ(0, pthread_join(tw, NULL));
 	EXPECT_EQ(0, w.ret);
