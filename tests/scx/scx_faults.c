@@ -59,13 +59,12 @@
 #include <uapi/umcg_scx.h>
 
 #include "scx_loader.h"
+#include "scx_test.h"
 #include "umcg_test.h"
-#include "umcg_test_churn.h"
-#include "umcg_test_feeder.h"
+#include "umcg_test_crowd.h"
 
 #define FA_WORKERS		64
 #define FA_MANY_WORKERS		1000
-#define FA_MAX_WORKERS		1000
 #define FA_ROUNDS		20
 #define FA_FINISH_S		90
 /* A killed process is reaped within this (a hold lasts 2 s). */
@@ -74,28 +73,6 @@
 #define FA_EXEC_MS		1500
 #define FA_CGROUP		"/sys/fs/cgroup"
 #define FA_PIN_DIR		"/sys/fs/bpf/umcg"
-
-static long long fa_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static int fa_sysfs_read(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "r");
-
-	buf[0] = '\0';
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f))
-		buf[0] = '\0';
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
 
 static int fa_write(const char *path, const char *val)
 {
@@ -109,103 +86,19 @@ static int fa_write(const char *path, const char *val)
 	return ret;
 }
 
-static bool fa_enabled(void)
-{
-	char state[32];
-
-	fa_sysfs_read("/sys/kernel/sched_ext/state", state, sizeof(state));
-	return !strcmp(state, "enabled");
-}
-
-static unsigned long long fa_enable_seq(void)
-{
-	char buf[32];
-
-	fa_sysfs_read("/sys/kernel/sched_ext/enable_seq", buf, sizeof(buf));
-	return strtoull(buf, NULL, 10);
-}
-
 /* Skip unless we can load ours; load it unless it runs. */
 static bool fa_prepare(struct __test_metadata *_metadata)
 {
-	if (access("/sys/kernel/sched_ext", F_OK))
-		SKIP(return false, "no sched_ext in this kernel");
-	if (geteuid())
-		SKIP(return false, "loading the scheduler needs root");
+	const char *why = scx_cannot_load();
+
+	if (why)
+		SKIP(return false, "%s", why);
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return false, "needs 2 CPUs");
-	if (!fa_enabled())
-		umcg_test_umcgctl("load", false);
-	return fa_enabled();
+	return scx_ensure_loaded();
 }
 
-/* Leave the machine as the next test expects it: ours loaded. */
-static void fa_reload(void)
-{
-	if (!access("/sys/kernel/sched_ext", F_OK) && !fa_enabled()) {
-		umcg_test_umcgctl("unload", false);
-		umcg_test_umcgctl("load", false);
-	}
-}
-
-/* ---- the child's workload (as in scx_goaway) ---- */
-
-struct fa_run {
-	int pipefd[2];
-	int nr;
-	umcg_thread_t *t[FA_MAX_WORKERS];
-	_Atomic int ready;
-	_Atomic int stop;
-	_Atomic int started;
-	_Atomic int finished;
-	_Atomic bool done[FA_MAX_WORKERS];
-	_Atomic long ops;
-	_Atomic int err;
-};
-
-static void fa_op(struct fa_run *r, unsigned int *seed, int i)
-{
-	static const enum umcg_test_churn_op ops[] = {
-		UMCG_CHURN_YIELD, UMCG_CHURN_NANOSLEEP, UMCG_CHURN_READ,
-		UMCG_CHURN_SWITCH, UMCG_CHURN_UNPARK,
-	};
-	umcg_thread_t *peer = r->t[rand_r(seed) % r->nr];
-	int ret = umcg_test_churn(ops[i % 5], r->pipefd[0], peer);
-
-	if (ret) {
-		int zero = 0;
-
-		atomic_compare_exchange_strong(&r->err, &zero, ret);
-	}
-	atomic_fetch_add(&r->ops, 1);
-}
-
-static void *fa_worker(void *arg)
-{
-	struct fa_run *r = arg;
-	unsigned int seed = (unsigned int)(uintptr_t)umcg_self() | 1;
-	int me, i = 0, after = 0;
-
-	while (atomic_load(&r->ready) < r->nr)
-		umcg_yield();
-	for (me = 0; me < r->nr && r->t[me] != umcg_self(); me++)
-		;
-	for (;; i++) {
-		bool stop = atomic_load(&r->stop);
-
-		if (stop && after == FA_ROUNDS)
-			break;
-		fa_op(r, &seed, i);
-		if (!i)
-			atomic_fetch_add(&r->started, 1);
-		if (stop)
-			after++;
-	}
-	if (me < r->nr)
-		atomic_store(&r->done[me], true);
-	atomic_fetch_add(&r->finished, 1);
-	return NULL;
-}
+/* ---- the child's workload ---- */
 
 /*
  * The child: @nr workers; one byte to @ready_fd once all run, then waits
@@ -215,59 +108,34 @@ static void *fa_worker(void *arg)
 static int fa_child(int nr, int ready_fd, int go_fd)
 {
 	struct umcg_config cfg = { .size = sizeof(cfg) };
-	static struct fa_run r;
-	struct umcg_test_feeder feeder = { 0 };
+	static struct umcg_test_crowd crowd;
 	struct pollfd pfd = { .fd = go_fd, .events = POLLIN };
 	const char *name;
-	int ret, i;
 	char c;
 
-	r.nr = nr;
 	cfg.nr_cores = 2;
 	cfg.backend = "scx";
-	if (pipe(r.pipefd) || umcg_init(&cfg)) {
+	if (umcg_init(&cfg)) {
 		printf("# child: umcg_init on scx failed\n");
 		return 1;
 	}
 	umcg_dump_on_signal(SIGUSR1);
-	if (umcg_test_feeder_start(&feeder, r.pipefd[1], 100))
+	if (umcg_test_crowd_start(&crowd, nr, FA_ROUNDS))
 		return 1;
-	for (i = 0; i < nr; i++) {
-		ret = umcg_spawn(&r.t[i], NULL, fa_worker, &r);
-		if (ret) {
-			printf("# child: spawn %d: %s\n", i, strerror(-ret));
-			return 1;
-		}
-	}
-	atomic_store(&r.ready, nr);
-	while (atomic_load(&r.started) < nr)
-		usleep(1000);
+	umcg_test_crowd_wait_started(&crowd);
 	if (write(ready_fd, "r", 1) != 1)
 		return 1;
 	if (poll(&pfd, 1, 300 * 1000) != 1 || read(go_fd, &c, 1) != 1) {
 		printf("# child: the parent never said go on\n");
 		return 1;
 	}
-	atomic_store(&r.stop, 1);
-	while (atomic_load(&r.finished) < nr) {
-		for (i = 0; i < nr; i++)
-			if (!atomic_load(&r.done[i]))
-				umcg_unpark(r.t[i]);
-		usleep(1000);
-	}
-	for (i = 0; i < nr; i++) {
-		ret = umcg_join(r.t[i], NULL);
-		if (ret) {
-			printf("# child: join %d: %s\n", i, strerror(-ret));
-			return 1;
-		}
-	}
-	umcg_test_feeder_stop(&feeder);
+	if (umcg_test_crowd_finish(&crowd))
+		return 1;
 	name = umcg_backend_name();
 	printf("# child: %ld operations, first error %d, backend \"%s\"\n",
-	       atomic_load(&r.ops), atomic_load(&r.err), name ? name : "(null)");
+	       atomic_load(&crowd.ops), atomic_load(&crowd.err), name ? name : "(null)");
 	fflush(stdout);
-	if (atomic_load(&r.err) || !name || strcmp(name, "scx"))
+	if (atomic_load(&crowd.err) || !name || strcmp(name, "scx"))
 		return 1;
 	return umcg_fini() ? 1 : 0;
 }
@@ -323,7 +191,7 @@ FIXTURE_SETUP(fault)
 	self->cgroup[0] = '\0';
 	self->cpu1_offlined = false;
 	if (variant->how == FA_CPUSET) {
-		if (fa_sysfs_read(FA_CGROUP "/cgroup.controllers", buf, sizeof(buf)) ||
+		if (scx_sysfs_read(FA_CGROUP "/cgroup.controllers", buf, sizeof(buf)) ||
 		    !strstr(buf, "cpuset"))
 			SKIP(return, "no cgroup v2 with the cpuset controller at " FA_CGROUP);
 	}
@@ -344,13 +212,13 @@ FIXTURE_TEARDOWN(fault)
 		fa_write("/sys/devices/system/cpu/cpu1/online", "1");
 	if (self->cgroup[0])
 		rmdir(self->cgroup);
-	fa_reload();
+	scx_restore_loaded();
 }
 
 TEST_F_TIMEOUT(fault, work_finishes, 280)
 {
 	int nr = getenv("FA_MANY") ? FA_MANY_WORKERS : FA_WORKERS;
-	unsigned long long seq = fa_enable_seq();
+	unsigned long long seq = scx_enable_seq();
 	struct pollfd pfd;
 	int ready[2], go[2], status = 0, ret;
 	long long t0;
@@ -407,7 +275,7 @@ TEST_F_TIMEOUT(fault, work_finishes, 280)
 		self->cpu1_offlined = true;
 		TH_LOG("CPU 1 offline");
 		sleep(2);
-		ASSERT_TRUE(fa_enabled()) TH_LOG("the scheduler went with CPU 1");
+		ASSERT_TRUE(scx_enabled()) TH_LOG("the scheduler went with CPU 1");
 		ASSERT_EQ(0, fa_write("/sys/devices/system/cpu/cpu1/online", "1"))
 			TH_LOG("onlining CPU 1");
 		self->cpu1_offlined = false;
@@ -415,13 +283,13 @@ TEST_F_TIMEOUT(fault, work_finishes, 280)
 		sleep(2);
 		break;
 	}
-	ASSERT_TRUE(fa_enabled()) TH_LOG("the scheduler was ejected");
-	ASSERT_EQ(seq, fa_enable_seq()) TH_LOG("the scheduler was ejected and reloaded");
+	ASSERT_TRUE(scx_enabled()) TH_LOG("the scheduler was ejected");
+	ASSERT_EQ(seq, scx_enable_seq()) TH_LOG("the scheduler was ejected and reloaded");
 
 	ASSERT_EQ(1, write(go[1], "g", 1));
 	close(go[1]);
-	t0 = fa_now_ns();
-	while (fa_now_ns() - t0 < FA_FINISH_S * 1000000000LL) {
+	t0 = scx_now_ns();
+	while (scx_now_ns() - t0 < FA_FINISH_S * 1000000000LL) {
 		pid = waitpid(self->child, &status, WNOHANG);
 		if (pid)
 			break;
@@ -434,11 +302,11 @@ TEST_F_TIMEOUT(fault, work_finishes, 280)
 	ASSERT_EQ(self->child, pid) TH_LOG("work not done %d s after the fault", FA_FINISH_S);
 	self->child = -1;
 	TH_LOG("finished %llu ms after the fault",
-	       (unsigned long long)(fa_now_ns() - t0) / 1000000);
+	       (unsigned long long)(scx_now_ns() - t0) / 1000000);
 	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child status 0x%x", status);
 	ASSERT_EQ(0, WEXITSTATUS(status));
-	ASSERT_TRUE(fa_enabled()) TH_LOG("the scheduler was ejected");
-	ASSERT_EQ(seq, fa_enable_seq());
+	ASSERT_TRUE(scx_enabled()) TH_LOG("the scheduler was ejected");
+	ASSERT_EQ(seq, scx_enable_seq());
 }
 
 /* ---- reload ---- */
@@ -511,7 +379,7 @@ FIXTURE_SETUP(misc)
 
 FIXTURE_TEARDOWN(misc)
 {
-	fa_reload();
+	scx_restore_loaded();
 }
 
 TEST_F_TIMEOUT(misc, reload_is_seen, 200)
@@ -546,12 +414,12 @@ TEST_F_TIMEOUT(misc, reload_is_seen, 200)
 	ASSERT_EQ(1, read(to_parent[0], &c, 1)) TH_LOG("the first group failed");
 	umcg_test_umcgctl("unload", false);
 	umcg_test_umcgctl("load", false);
-	ASSERT_TRUE(fa_enabled());
+	ASSERT_TRUE(scx_enabled());
 	ASSERT_EQ(1, write(to_child[1], "2", 1));
 	ASSERT_EQ(kid, waitpid(kid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("status %#x", status);
-	EXPECT_TRUE(fa_enabled());
+	EXPECT_TRUE(scx_enabled());
 }
 
 /* ---- a killed worker ---- */
@@ -619,16 +487,16 @@ TEST_F_TIMEOUT(misc, killed_worker_is_not_held, 120)
 							 round);
 		close(ready[0]);
 		usleep(200 * 1000);
-		t0 = fa_now_ns();
+		t0 = scx_now_ns();
 		ASSERT_EQ(0, kill(kid, SIGKILL));
 		ASSERT_EQ(kid, waitpid(kid, &status, 0));
-		dt = fa_now_ns() - t0;
+		dt = scx_now_ns() - t0;
 		if (dt > worst)
 			worst = dt;
 		TH_LOG("round %d: reaped %lld ms after SIGKILL", round, dt / 1000000);
 	}
 	EXPECT_GT(FA_KILL_MS * 1000000LL, worst);
-	EXPECT_TRUE(fa_enabled());
+	EXPECT_TRUE(scx_enabled());
 }
 
 /* ---- execve() of a registered worker ---- */
@@ -638,15 +506,6 @@ struct fa_exec {
 	pid_t leader;
 	int pipe;
 };
-
-static int fa_run_prog(int fd, void *ctx, size_t size)
-{
-	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = ctx, .ctx_size_in = size);
-
-	if (bpf_prog_test_run_opts(fd, &o))
-		return -errno;
-	return (int)o.retval;
-}
 
 /*
  * Non-zero while the worker runs execve(): its sleeps before execve()
@@ -670,7 +529,7 @@ static void *fa_exec_thread(void *arg)
 	int ret = sched_setscheduler(0, 7 /* SCHED_EXT */, &sp) ? -errno : 0;
 
 	if (!ret)
-		ret = fa_run_prog(e->reg_fd, &a, sizeof(a));
+		ret = scx_run_prog(e->reg_fd, &a, sizeof(a));
 	if (write(e->pipe, &ret, sizeof(ret)) != sizeof(ret) || ret)
 		_exit(3);
 	/* SCHED_EXT stays across execve(): every sleep of sleep(1) is ours. */
@@ -694,7 +553,7 @@ TEST_F_TIMEOUT(misc, exec_drops_registration, 120)
 	e.reg_fd = bpf_obj_get(FA_PIN_DIR "/umcg_register");
 	ASSERT_LE(0, e.reg_fd) TH_LOG(FA_PIN_DIR "/umcg_register: %m");
 	ASSERT_EQ(0, pipe(fds));
-	t0 = fa_now_ns();
+	t0 = scx_now_ns();
 	kid = fork();
 	ASSERT_LE(0, kid);
 	if (!kid) {
@@ -709,7 +568,7 @@ TEST_F_TIMEOUT(misc, exec_drops_registration, 120)
 		CPU_ZERO(&set);
 		CPU_SET(0, &set);
 		ret = sched_setaffinity(0, sizeof(set), &set) ? -errno :
-		      fa_run_prog(e.reg_fd, &a, sizeof(a));
+		      scx_run_prog(e.reg_fd, &a, sizeof(a));
 		if (write(fds[1], &ret, sizeof(ret)) != sizeof(ret) || ret)
 			_exit(2);
 		e.pipe = fds[1];
@@ -725,12 +584,12 @@ TEST_F_TIMEOUT(misc, exec_drops_registration, 120)
 	ASSERT_EQ(sizeof(ret), read(fds[0], &ret, sizeof(ret)));
 	ASSERT_EQ(0, ret) TH_LOG("the worker's register: %d", ret);
 	ASSERT_EQ(kid, waitpid(kid, &status, 0));
-	dt = fa_now_ns() - t0;
+	dt = scx_now_ns() - t0;
 	TH_LOG("sleep 0.3 after execve() took %lld ms", dt / 1000000);
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		TH_LOG("status %#x", status);
 	EXPECT_GT(FA_EXEC_MS * 1000000LL, dt);
-	EXPECT_TRUE(fa_enabled());
+	EXPECT_TRUE(scx_enabled());
 	close(e.reg_fd);
 }
 
@@ -756,7 +615,7 @@ TEST(cpu_limit_refused)
 	EXPECT_EQ(-EINVAL, umcg_scx_cpus_check("x"));
 	EXPECT_EQ(-EINVAL, umcg_scx_cpus_check("3-1"));
 	/* This machine loads: every test above did. */
-	fa_sysfs_read("/sys/devices/system/cpu/possible", buf, sizeof(buf));
+	scx_sysfs_read("/sys/devices/system/cpu/possible", buf, sizeof(buf));
 	EXPECT_EQ(0, umcg_scx_cpus_check(buf)) TH_LOG("possible: %s", buf);
 }
 

@@ -16,6 +16,7 @@
  * Also: with our scheduler loaded, auto-selection takes scx, and
  * UMCG_BACKEND=user still gets user.
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,9 +35,9 @@
 
 #include <umcg.h>
 
+#include "scx_test.h"
 #include "umcg_test.h"
-#include "umcg_test_churn.h"
-#include "umcg_test_feeder.h"
+#include "umcg_test_crowd.h"
 
 #define GA_WORKERS	1000
 /* Operations of each worker after the scheduler went (TCG: keep it modest). */
@@ -46,125 +47,32 @@
 /* How long the child waits for the parent to send the scheduler away. */
 #define GA_GONE_WAIT_MS	(120 * 1000)
 
-static long long ga_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /*
- * The child's workload.  @gone is set by the main thread once the parent
- * says the scheduler went; @done[i] by worker i as its last step, read by
- * the main thread, which unparks the workers not done (one that parked
- * switching to a peer needs somebody's unpark) and joins them once all are.
- */
-struct ga_run {
-	int pipefd[2];
-	umcg_thread_t *t[GA_WORKERS];
-	_Atomic int ready;
-	_Atomic int gone;
-	_Atomic int started;	/* workers past their first operation */
-	_Atomic int finished;	/* workers done */
-	_Atomic bool done[GA_WORKERS];
-	_Atomic long ops_after;	/* operations begun after gone was seen */
-	_Atomic int err;
-};
-
-static void ga_op(struct ga_run *r, unsigned int *seed, int i)
-{
-	static const enum umcg_test_churn_op ops[] = {
-		UMCG_CHURN_YIELD, UMCG_CHURN_NANOSLEEP, UMCG_CHURN_READ,
-		UMCG_CHURN_SWITCH, UMCG_CHURN_UNPARK,
-	};
-	umcg_thread_t *peer = r->t[rand_r(seed) % GA_WORKERS];
-	int ret = umcg_test_churn(ops[i % 5], r->pipefd[0], peer);
-
-	if (ret) {
-		int zero = 0;
-
-		atomic_compare_exchange_strong(&r->err, &zero, ret);
-	}
-}
-
-static void *ga_worker(void *arg)
-{
-	struct ga_run *r = arg;
-	unsigned int seed = (unsigned int)(uintptr_t)umcg_self() | 1;
-	int me, i = 0, after = 0;
-
-	while (atomic_load(&r->ready) < GA_WORKERS)
-		umcg_yield();
-	for (me = 0; me < GA_WORKERS && r->t[me] != umcg_self(); me++)
-		;
-	/* Until the scheduler went, then GA_ROUNDS more. */
-	for (;; i++) {
-		bool gone = atomic_load(&r->gone);
-
-		if (gone && after == GA_ROUNDS)
-			break;
-		ga_op(r, &seed, i);
-		if (!i)
-			atomic_fetch_add(&r->started, 1);
-		if (gone) {
-			after++;
-			atomic_fetch_add(&r->ops_after, 1);
-		}
-	}
-	if (me < GA_WORKERS)
-		atomic_store(&r->done[me], true);
-	atomic_fetch_add(&r->finished, 1);
-	return NULL;
-}
-
-/* Unpark every worker not done yet, until all are.  Main thread only. */
-static void ga_unpark_until_done(struct ga_run *r)
-{
-	while (atomic_load(&r->finished) < GA_WORKERS) {
-		for (int i = 0; i < GA_WORKERS; i++)
-			if (!atomic_load(&r->done[i]))
-				umcg_unpark(r->t[i]);
-		usleep(1000);
-	}
-}
-
-/*
- * The child: the workload.  Writes one byte to @ready_fd once every worker
- * runs, then waits for one on @gone_fd (the scheduler went); exits 0 when
- * all work is done, every worker joined, and the backend's name was "scx"
- * before and "scx-fallback" after; else 1.
+ * The child: the workload, a crowd stopped once the scheduler went.
+ * Writes one byte to @ready_fd once every worker runs, then waits for one
+ * on @gone_fd (the scheduler went); exits 0 when all work is done, every
+ * worker joined, and the backend's name was "scx" before and
+ * "scx-fallback" after; else 1.
  */
 static int ga_child(int ready_fd, int gone_fd)
 {
 	struct umcg_config cfg = { .size = sizeof(cfg) };
-	static struct ga_run r;
-	struct umcg_test_feeder feeder = { 0 };
+	static struct umcg_test_crowd crowd;
 	struct pollfd pfd = { .fd = gone_fd, .events = POLLIN };
 	const char *name;
-	int ret, i;
 	char c;
 
 	cfg.nr_cores = 2;
 	cfg.backend = "scx";
-	if (pipe(r.pipefd) || umcg_init(&cfg)) {
+	if (umcg_init(&cfg)) {
 		printf("# child: umcg_init on scx failed\n");
 		return 1;
 	}
 	/* The parent asks for a thread dump (stderr) when the work hangs. */
 	umcg_dump_on_signal(SIGUSR1);
-	if (umcg_test_feeder_start(&feeder, r.pipefd[1], 100))
+	if (umcg_test_crowd_start(&crowd, GA_WORKERS, GA_ROUNDS))
 		return 1;
-	for (i = 0; i < GA_WORKERS; i++) {
-		ret = umcg_spawn(&r.t[i], NULL, ga_worker, &r);
-		if (ret) {
-			printf("# child: spawn %d: %s\n", i, strerror(-ret));
-			return 1;
-		}
-	}
-	atomic_store(&r.ready, GA_WORKERS);
-	while (atomic_load(&r.started) < GA_WORKERS)
-		usleep(1000);
+	umcg_test_crowd_wait_started(&crowd);
 	name = umcg_backend_name();
 	if (!name || strcmp(name, "scx")) {
 		printf("# child: backend \"%s\" while the scheduler runs, "
@@ -177,41 +85,20 @@ static int ga_child(int ready_fd, int gone_fd)
 		printf("# child: the parent never said the scheduler went\n");
 		return 1;
 	}
-	atomic_store(&r.gone, 1);
-	ga_unpark_until_done(&r);
-	for (i = 0; i < GA_WORKERS; i++) {
-		ret = umcg_join(r.t[i], NULL);
-		if (ret) {
-			printf("# child: join %d: %s\n", i, strerror(-ret));
-			return 1;
-		}
-	}
-	umcg_test_feeder_stop(&feeder);
+	if (umcg_test_crowd_finish(&crowd))
+		return 1;
 	name = umcg_backend_name();
 	printf("# child: %ld operations after the scheduler went, first error %d, "
-	       "backend now \"%s\"\n", atomic_load(&r.ops_after),
-	       atomic_load(&r.err), name ? name : "(null)");
+	       "backend now \"%s\"\n", atomic_load(&crowd.ops_after),
+	       atomic_load(&crowd.err), name ? name : "(null)");
 	fflush(stdout);
-	if (atomic_load(&r.err))
+	if (atomic_load(&crowd.err))
 		return 1;
 	/* The report must have changed, and must not change back. */
 	if (!name || strcmp(name, "scx-fallback") ||
 	    strcmp(umcg_backend_name(), "scx-fallback"))
 		return 1;
 	return umcg_fini() ? 1 : 0;
-}
-
-static bool ga_enabled(void)
-{
-	char state[32] = "";
-	FILE *f = fopen("/sys/kernel/sched_ext/state", "r");
-
-	if (!f)
-		return false;
-	if (!fgets(state, sizeof(state), f))
-		state[0] = '\0';
-	fclose(f);
-	return !strncmp(state, "enabled", 7);
 }
 
 FIXTURE(ga) {
@@ -240,22 +127,11 @@ FIXTURE_VARIANT_ADD(ga, reloaded) { .how = GA_RELOAD };
 /* Skip unless we can load ours; load it unless it runs. */
 static bool ga_prepare(struct __test_metadata *_metadata)
 {
-	if (access("/sys/kernel/sched_ext", F_OK))
-		SKIP(return false, "no sched_ext in this kernel");
-	if (geteuid())
-		SKIP(return false, "loading the scheduler needs root");
-	if (!ga_enabled())
-		umcg_test_umcgctl("load", false);
-	return ga_enabled();
-}
+	const char *why = scx_cannot_load();
 
-/* Leave the machine as the next test expects it: ours loaded. */
-static void ga_reload(void)
-{
-	if (!access("/sys/kernel/sched_ext", F_OK) && !ga_enabled()) {
-		umcg_test_umcgctl("unload", false);
-		umcg_test_umcgctl("load", false);
-	}
+	if (why)
+		SKIP(return false, "%s", why);
+	return scx_ensure_loaded();
 }
 
 FIXTURE_SETUP(ga)
@@ -273,7 +149,7 @@ FIXTURE_TEARDOWN(ga)
 		kill(self->child, SIGKILL);
 		waitpid(self->child, NULL, 0);
 	}
-	ga_reload();
+	scx_restore_loaded();
 }
 
 TEST_F_TIMEOUT(ga, work_finishes, 280)
@@ -302,7 +178,7 @@ TEST_F_TIMEOUT(ga, work_finishes, 280)
 	close(ready[0]);
 
 	usleep(300 * 1000);
-	went_ns = ga_now_ns();
+	went_ns = scx_now_ns();
 	if (variant->how == GA_SYSRQ) {
 		int fd = open("/proc/sysrq-trigger", O_WRONLY);
 
@@ -321,19 +197,19 @@ TEST_F_TIMEOUT(ga, work_finishes, 280)
 	} else {
 		umcg_test_umcgctl("unload", false);
 	}
-	for (int i = 0; i < 1000 && ga_enabled(); i++)
+	for (int i = 0; i < 1000 && scx_enabled(); i++)
 		usleep(10 * 1000);
-	ASSERT_FALSE(ga_enabled()) TH_LOG("the scheduler is still enabled");
+	ASSERT_FALSE(scx_enabled()) TH_LOG("the scheduler is still enabled");
 	if (variant->how == GA_RELOAD) {
 		umcg_test_umcgctl("load", false);
-		ASSERT_TRUE(ga_enabled()) TH_LOG("the scheduler did not load again");
+		ASSERT_TRUE(scx_enabled()) TH_LOG("the scheduler did not load again");
 	}
-	gone_ns = ga_now_ns();
+	gone_ns = scx_now_ns();
 	TH_LOG("the scheduler went %llu ms after it was sent away",
 	       (unsigned long long)(gone_ns - went_ns) / 1000000);
 	ASSERT_EQ(1, write(gone[1], "g", 1));
 	close(gone[1]);
-	while (ga_now_ns() - gone_ns < GA_FINISH_S * 1000000000LL) {
+	while (scx_now_ns() - gone_ns < GA_FINISH_S * 1000000000LL) {
 		pid = waitpid(self->child, &status, WNOHANG);
 		if (pid)
 			break;
@@ -347,7 +223,7 @@ TEST_F_TIMEOUT(ga, work_finishes, 280)
 					   GA_FINISH_S);
 	self->child = -1;
 	TH_LOG("finished %llu ms after the scheduler went",
-	       (unsigned long long)(ga_now_ns() - gone_ns) / 1000000);
+	       (unsigned long long)(scx_now_ns() - gone_ns) / 1000000);
 	ASSERT_TRUE(WIFEXITED(status)) TH_LOG("child status 0x%x", status);
 	ASSERT_EQ(0, WEXITSTATUS(status));
 }
@@ -413,8 +289,8 @@ TEST(auto_selects_scx)
 	EXPECT_EQ(0, ga_run_auto("auto", 0, "scx"));
 	EXPECT_EQ(0, ga_run_auto("user", 0, "user"));
 	EXPECT_EQ(0, ga_run_auto(NULL, 2000000, "scx"));
-	EXPECT_TRUE(ga_enabled());
-	ga_reload();
+	EXPECT_TRUE(scx_enabled());
+	scx_restore_loaded();
 }
 
 TEST_HARNESS_MAIN

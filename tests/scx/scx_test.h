@@ -4,7 +4,7 @@
  * scheduler's enforcer by hand (scx_enforce, scx_isolation): the calling
  * thread's tid, a monotonic clock, running a SEC("syscall") program as the
  * calling thread, moving the calling thread between CPUs and classes, and
- * registering it.
+ * registering it; the state of sched_ext and loading ours where it is not.
  * Each returns 0 or -errno unless it says otherwise.
  */
 #ifndef UMCG_SCX_TEST_H
@@ -13,11 +13,16 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+
+#include "umcg_test.h"
 
 #ifndef SCHED_EXT
 #define SCHED_EXT	7
@@ -80,6 +85,66 @@ static inline int scx_join_on(int reg_fd, int cpu, void *args, size_t size)
 	if (!ret)
 		ret = scx_run_prog(reg_fd, args, size);
 	return ret;
+}
+
+/* The first line of sysfs file @path, without its newline, in @buf. */
+static inline int scx_sysfs_read(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "re");
+
+	buf[0] = '\0';
+	if (!f)
+		return -errno;
+	if (!fgets(buf, (int)len, f))
+		buf[0] = '\0';
+	fclose(f);
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Does a sched_ext scheduler run (state "enabled")? */
+static inline bool scx_enabled(void)
+{
+	char state[32];
+
+	scx_sysfs_read("/sys/kernel/sched_ext/state", state, sizeof(state));
+	return !strcmp(state, "enabled");
+}
+
+/* sched_ext's enable_seq: it moves at every load of a scheduler. */
+static inline unsigned long long scx_enable_seq(void)
+{
+	char buf[32];
+
+	scx_sysfs_read("/sys/kernel/sched_ext/enable_seq", buf, sizeof(buf));
+	return strtoull(buf, NULL, 10);
+}
+
+/* Why this test cannot load our scheduler (a SKIP reason), or NULL. */
+static inline const char *scx_cannot_load(void)
+{
+	if (access("/sys/kernel/sched_ext", F_OK))
+		return "no sched_ext in this kernel";
+	if (geteuid())
+		return "loading the scheduler needs root";
+	return NULL;
+}
+
+/* Load ours unless a scheduler runs; does one run now? */
+static inline bool scx_ensure_loaded(void)
+{
+	if (!scx_enabled())
+		umcg_test_umcgctl("load", false);
+	return scx_enabled();
+}
+
+/* Leave the machine as the next test expects it: ours loaded. */
+static inline void scx_restore_loaded(void)
+{
+	if (!access("/sys/kernel/sched_ext", F_OK) && !scx_enabled()) {
+		umcg_test_umcgctl("unload", false);
+		umcg_test_umcgctl("load", false);
+	}
 }
 
 #endif /* UMCG_SCX_TEST_H */
