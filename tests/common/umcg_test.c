@@ -84,13 +84,11 @@ int umcg_test_kmod_loaded(const char *name)
 	return stat(path, &st) == 0;
 }
 
-static int scx_sysfs_read(const char *name, char *buf, size_t len)
+int umcg_test_read_line(const char *path, char *buf, size_t len)
 {
-	char path[128];
 	FILE *f;
 
 	buf[0] = '\0';
-	snprintf(path, sizeof(path), UMCG_TEST_SCX_SYSFS "/%s", name);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
@@ -99,6 +97,14 @@ static int scx_sysfs_read(const char *name, char *buf, size_t len)
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
+}
+
+static int scx_sysfs_read(const char *name, char *buf, size_t len)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), UMCG_TEST_SCX_SYSFS "/%s", name);
+	return umcg_test_read_line(path, buf, len);
 }
 
 int umcg_test_scx_state(char *ops, size_t len)

@@ -91,4 +91,7 @@ int umcg_test_scx_put(void);
  */
 size_t umcg_test_read_all(int fd, char *buf, size_t len);
 
+/* The first line of file @path, without its newline, in @buf: 0 or -errno. */
+int umcg_test_read_line(const char *path, char *buf, size_t len);
+
 #endif /* UMCG_TEST_H */

@@ -191,7 +191,7 @@ FIXTURE_SETUP(fault)
 	self->cgroup[0] = '\0';
 	self->cpu1_offlined = false;
 	if (variant->how == FA_CPUSET) {
-		if (scx_sysfs_read(FA_CGROUP "/cgroup.controllers", buf, sizeof(buf)) ||
+		if (umcg_test_read_line(FA_CGROUP "/cgroup.controllers", buf, sizeof(buf)) ||
 		    !strstr(buf, "cpuset"))
 			SKIP(return, "no cgroup v2 with the cpuset controller at " FA_CGROUP);
 	}
@@ -615,7 +615,7 @@ TEST(cpu_limit_refused)
 	EXPECT_EQ(-EINVAL, umcg_scx_cpus_check("x"));
 	EXPECT_EQ(-EINVAL, umcg_scx_cpus_check("3-1"));
 	/* This machine loads: every test above did. */
-	scx_sysfs_read("/sys/devices/system/cpu/possible", buf, sizeof(buf));
+	umcg_test_read_line("/sys/devices/system/cpu/possible", buf, sizeof(buf));
 	EXPECT_EQ(0, umcg_scx_cpus_check(buf)) TH_LOG("possible: %s", buf);
 }
 

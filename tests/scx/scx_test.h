@@ -13,7 +13,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -87,27 +86,12 @@ static inline int scx_join_on(int reg_fd, int cpu, void *args, size_t size)
 	return ret;
 }
 
-/* The first line of sysfs file @path, without its newline, in @buf. */
-static inline int scx_sysfs_read(const char *path, char *buf, size_t len)
-{
-	FILE *f = fopen(path, "re");
-
-	buf[0] = '\0';
-	if (!f)
-		return -errno;
-	if (!fgets(buf, (int)len, f))
-		buf[0] = '\0';
-	fclose(f);
-	buf[strcspn(buf, "\n")] = '\0';
-	return 0;
-}
-
 /* Does a sched_ext scheduler run (state "enabled")? */
 static inline bool scx_enabled(void)
 {
 	char state[32];
 
-	scx_sysfs_read("/sys/kernel/sched_ext/state", state, sizeof(state));
+	umcg_test_read_line(UMCG_TEST_SCX_SYSFS "/state", state, sizeof(state));
 	return !strcmp(state, "enabled");
 }
 
@@ -116,7 +100,7 @@ static inline unsigned long long scx_enable_seq(void)
 {
 	char buf[32];
 
-	scx_sysfs_read("/sys/kernel/sched_ext/enable_seq", buf, sizeof(buf));
+	umcg_test_read_line(UMCG_TEST_SCX_SYSFS "/enable_seq", buf, sizeof(buf));
 	return strtoull(buf, NULL, 10);
 }
 
