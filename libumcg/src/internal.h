@@ -197,7 +197,20 @@ struct umcg_group {
 	 */
 	_Atomic uint32_t monitor_seq;
 	_Atomic uint32_t monitor_idle;
+
+	/* The private futex hash's next resize (futex_hash.c). */
+	_Atomic uint64_t futex_grow_at;
+	_Atomic bool futex_resizing;
 };
+
+/*
+ * Live workers from which the private futex hash is kept at one bucket
+ * per worker; below, the kernel's own size (16 buckets and up) serves.
+ */
+#define UMCG_FUTEX_HASH_FIRST	128
+
+/* @live workers now (just counted): grow the futex hash if they outgrew it. */
+void umcg_futex_hash_fit(struct umcg_group *g, uint64_t live);
 
 /* umcg_thread.blocking, below UMCG_BLK_SHIFT: see blocking.c. */
 #define UMCG_BLK_IN		1ULL	/* in the call; the core is still its */

@@ -313,6 +313,7 @@ int umcg_init(const struct umcg_config *cfg)
 	g->blocked_ns = c.blocked_ns ? c.blocked_ns : UMCG_BLOCKED_NS_DFL;
 	pthread_mutex_init(&g->threads_lock, NULL);
 	CDS_INIT_LIST_HEAD(&g->threads);
+	atomic_init(&g->futex_grow_at, UMCG_FUTEX_HASH_FIRST);
 	for (unsigned int i = 0; i < nr; i++) {
 		pthread_mutex_init(&g->cores[i].lock, NULL);
 		g->cores[i].idx = i;
@@ -453,6 +454,7 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 	struct umcg_group *g = grp();
 	struct umcg_thread *t, *self = umcg_current;
 	pthread_attr_t pa;
+	uint64_t live;
 	int ret;
 
 	if (!fn)
@@ -517,8 +519,9 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 	if (tp)
 		*tp = t;
 	atomic_fetch_add_explicit(&g->stats.spawned, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed);
+	live = atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed) + 1;
 	self = umcg_lib_hold();
+	umcg_futex_hash_fit(g, live);
 	ret = -pthread_create(&t->pthread, &pa, umcg_worker_main, t);
 	/*
 	 * pthread_create() may sleep (TSan's waits for the new thread to
@@ -631,6 +634,7 @@ int umcg_attach(umcg_thread_t **tp)
 {
 	struct umcg_group *g = grp();
 	struct umcg_thread *t;
+	uint64_t live;
 	int ret;
 
 	if (!g)
@@ -655,7 +659,8 @@ int umcg_attach(umcg_thread_t **tp)
 	atomic_fetch_or(&t->flags, UMCG_THREAD_ATTACHED);
 	pthread_getname_np(t->pthread, t->name, sizeof(t->name));
 	atomic_fetch_add_explicit(&g->stats.spawned, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed);
+	live = atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed) + 1;
+	umcg_futex_hash_fit(g, live);
 	ret = umcg_thread_start(g, t, -1);
 	if (ret) {
 		atomic_fetch_sub_explicit(&g->stats.spawned, 1, memory_order_relaxed);

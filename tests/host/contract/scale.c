@@ -5,8 +5,13 @@
  * 10,000 workers (64 KiB stacks) on two cores are alive together: each runs
  * once and parks; when all are parked, stats count them live and parked;
  * the main thread unparks every one, each exits, all are joined, and the
- * live count goes back to 0 with every worker counted exited.
+ * live count goes back to 0 with every worker counted exited.  Where the
+ * kernel hashes a process's futexes in a table of its own (6.16 and
+ * later), libumcg has grown that table to a bucket per worker: the
+ * kernel's size (16 buckets on two CPUs) made every unpark walk hundreds
+ * of parked waiters.
  */
+#include <sys/prctl.h>
 #include <sys/resource.h>
 
 #include "kselftest_harness.h"
@@ -19,6 +24,11 @@
 #define S_WORKERS	10000
 #endif
 #define S_STACK		(64 * 1024)
+
+#ifndef PR_FUTEX_HASH
+#define PR_FUTEX_HASH			78
+#define PR_FUTEX_HASH_GET_SLOTS		2
+#endif
 
 struct s_run {
 	_Atomic int ran, parked_back;
@@ -80,6 +90,7 @@ TEST_F_TIMEOUT(scale, ten_thousand_live_workers, 90)
 	struct umcg_attr a = ct_attr(-1);
 	struct umcg_stats st;
 	uint64_t t0 = ct_now_ns();
+	int slots;
 
 	a.stack_size = S_STACK;
 	for (int i = 0; i < S_WORKERS; i++) {
@@ -101,6 +112,13 @@ TEST_F_TIMEOUT(scale, ten_thousand_live_workers, 90)
 	}
 	TH_LOG("%d workers spawned and parked in %llu ms", S_WORKERS,
 	       (unsigned long long)(ct_now_ns() - t0) / CT_MS);
+	slots = prctl(PR_FUTEX_HASH, PR_FUTEX_HASH_GET_SLOTS, 0, 0, 0);
+	if (slots < 0) {
+		TH_LOG("no private futex hash in this kernel: %s", strerror(errno));
+	} else {
+		EXPECT_LE(S_WORKERS, slots) TH_LOG("futex hash slots");
+		TH_LOG("private futex hash: %d slots", slots);
+	}
 
 	atomic_store(&r->go, 1);
 	for (int i = 0; i < S_WORKERS; i++) {
