@@ -173,19 +173,23 @@ static void step(long n, struct step *st)
 /* Why @n should not be tried, given the previous step; NULL if it may. */
 static const char *too_big(long n, const struct step *prev, long prev_n)
 {
-	static char why[160];
+	static char why[200];
 	long pid_max = read_long("/proc/sys/kernel/pid_max");
 	long threads_max = read_long("/proc/sys/kernel/threads-max");
 	long maps = read_long("/proc/sys/vm/max_map_count");
 	long avail = field("/proc/meminfo", "MemAvailable");
 
 	if (pid_max > 0 && n + 1000 > pid_max)
-		snprintf(why, sizeof(why), "kernel.pid_max is %ld", pid_max);
+		snprintf(why, sizeof(why), "kernel.pid_max is %ld (raise: sysctl kernel.pid_max=%ld)",
+			 pid_max, 2 * n + 1000);
 	else if (threads_max > 0 && n + 1000 > threads_max)
-		snprintf(why, sizeof(why), "kernel.threads-max is %ld", threads_max);
+		snprintf(why, sizeof(why),
+			 "kernel.threads-max is %ld (raise: sysctl kernel.threads-max=%ld)",
+			 threads_max, 2 * n + 1000);
 	else if (maps > 0 && 2 * n + 1000 > maps)
-		snprintf(why, sizeof(why), "vm.max_map_count is %ld (2 maps per thread stack)",
-			 maps);
+		snprintf(why, sizeof(why),
+			 "vm.max_map_count is %ld, 2 maps per thread stack (raise: sysctl vm.max_map_count=%ld)",
+			 maps, 4 * n + 1000);
 	else if (prev && prev->kib > 0 && avail > 0 && prev->kib * n > 0.7 * avail)
 		snprintf(why, sizeof(why), "would need about %.0f MiB, %ld MiB available",
 			 prev->kib * n / 1024, avail / 1024);
@@ -202,7 +206,7 @@ static void run(bool umcg, const char *impl, const char *backend, const char *ro
 {
 	struct step st, prev;
 	long best = 0, prev_n = 0;
-	char variant[32], stopped[200] = "";
+	char variant[32], stopped[256] = "";
 
 	use_umcg = umcg;
 	snprintf(variant, sizeof(variant), "stack%ldk", stack_kib);
@@ -218,10 +222,14 @@ static void run(bool umcg, const char *impl, const char *backend, const char *ro
 		bench_progress("%s/%s: N=%ld", impl, backend, ladder[i]);
 		step(ladder[i], &st);
 		if (st.err) {
-			bench_progress("%s/%s: N=%ld failed: %s", impl, backend, ladder[i],
-				       strerror(-st.err));
-			snprintf(stopped, sizeof(stopped), "N=%ld failed: %s", ladder[i],
-				 strerror(-st.err));
+			/* pthread_create()'s EAGAIN: a thread limit, not memory. */
+			const char *hint = st.err == -EAGAIN ?
+				" (RLIMIT_NPROC: ulimit -u; or kernel.threads-max)" : "";
+
+			bench_progress("%s/%s: N=%ld failed: %s%s", impl, backend, ladder[i],
+				       strerror(-st.err), hint);
+			snprintf(stopped, sizeof(stopped), "N=%ld failed: %s%s", ladder[i],
+				 strerror(-st.err), hint);
 			break;
 		}
 		snprintf(kase, sizeof(kase), "n%ld", ladder[i]);
