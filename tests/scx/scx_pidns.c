@@ -11,10 +11,11 @@
  *
  * prog.*: a guest program of libumcg on scx run in there: the raw exit
  *   of a worker reported (scx_backend_raw_exit), the read() hand-off
- *   (scx_backend_handoff), and the contract programs of blocks, wakes and
- *   switches (scx_contract_c2_block, _c3_wake, _c4_switch).  Each must
- *   pass (exit 0; a skip is a failure here: the scheduler is there and
- *   open to every user).  Its output is shown as comments.
+ *   (scx_backend_handoff), switch_to's CPU (scx_backend_switch_cpu), and
+ *   the contract programs of blocks, wakes, switches, parks and faults
+ *   (scx_contract_c2_block, _c3_wake, _c4_switch, _c5_park, _c7_faults).
+ *   Each must pass (exit 0; a skip is a failure here: the scheduler is
+ *   there and open to every user).  Its output is shown as comments.
  *
  * raw.foreign_tid_refused: the commands by hand in there (no /proc of
  *   the namespace mounted, so that /proc/thread-self/status shows each
@@ -254,6 +255,9 @@ FIXTURE_VARIANT_ADD(prog, handoff) { .name = "scx_backend_handoff" };
 FIXTURE_VARIANT_ADD(prog, c2_block) { .name = "scx_contract_c2_block" };
 FIXTURE_VARIANT_ADD(prog, c3_wake) { .name = "scx_contract_c3_wake" };
 FIXTURE_VARIANT_ADD(prog, c4_switch) { .name = "scx_contract_c4_switch" };
+FIXTURE_VARIANT_ADD(prog, c5_park) { .name = "scx_contract_c5_park" };
+FIXTURE_VARIANT_ADD(prog, c7_faults) { .name = "scx_contract_c7_faults" };
+FIXTURE_VARIANT_ADD(prog, switch_cpu) { .name = "scx_backend_switch_cpu" };
 
 FIXTURE_SETUP(prog)
 {
