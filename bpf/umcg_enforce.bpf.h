@@ -8,14 +8,15 @@
  *
  * a. Registration.  A thread runs the SEC("syscall") program umcg_register
  *    with BPF_PROG_TEST_RUN.  It runs in the caller's context, so
- *    bpf_get_current_pid_tgid() says who asks: the caller registers itself,
- *    in the group of its own process (tgid), as a worker or as a server of
- *    one CPU.  Its authoritative state is task storage (enf_tasks, never
- *    visible to user space); a slot (slots, kernel-only) and a group
- *    (groups, kernel-only) are claimed with compare-and-swap.  The
- *    scheduler publishes the slot's struct umcg_task into "shared", an
- *    mmapable array that processes map read-only, and sets the slot's bit
- *    in the group's event bitmap on every move it makes.
+ *    bpf_get_current_pid_tgid() says who asks (kernel ids, p.): the
+ *    caller registers itself, in the group of its own process (tgid), as
+ *    a worker or as a server of one CPU.  Its authoritative state is task
+ *    storage (enf_tasks, never visible to user space); a slot (slots,
+ *    kernel-only) and a group (groups, kernel-only) are claimed with
+ *    compare-and-swap.  The scheduler publishes the slot's struct
+ *    umcg_task into "shared", an mmapable array that processes map
+ *    read-only, and sets the slot's bit in the group's event bitmap on
+ *    every move it makes.
  *
  * b. Block.  quiescent(p, SCX_DEQ_SLEEP) of a RUNNING worker: publish
  *    BLOCKED (cpu, blocked_ns, seq, event) and set need_server on that CPU,
@@ -175,6 +176,21 @@
  *    without them.  The kernel moves what was queued on an offline CPU to
  *    online ones (our enqueue decides again there); its server is evicted
  *    (m.) until the CPU is back.
+ *
+ * p. Thread ids and PID namespaces.  Everything the scheduler keeps names
+ *    threads and processes by their kernel ids, those of the initial PID
+ *    namespace: task->pid and task->tgid, bpf_get_current_pid_tgid() of a
+ *    command's caller, enf_task.tid, enf_slot.tid and tgid, enf_group.tgid.
+ *    User space names them as it sees them, gettid() in its own namespace:
+ *    the tids in the commands' arguments (register's server_tid, pick's
+ *    tid) are translated once, on entry, in the caller's namespace
+ *    (enf_tid_of(): bpf_task_from_vpid(), then the task's tgid against the
+ *    caller's), and an id that names no thread of the caller's process
+ *    there is -ESRCH.  What goes back is in the caller's namespace too:
+ *    register returns no id, and the server_tid it publishes in the
+ *    worker's slot is the one the worker passed.  A process's threads all
+ *    share one PID namespace, so the ids of its group mean the same to
+ *    every thread of it.
  *
  * Limits.  UMCG_SCX_MAX_CPUS: a server registers only for a CPU below it
  * (-EINVAL), and the load fails (ops.init -E2BIG) on a machine with more
@@ -1394,6 +1410,32 @@ static __always_inline s32 enf_slot_get(u32 tid)
 	return -ENOSPC;
 }
 
+/*
+ * The kernel's tid (init namespace, task->pid) of the thread that the
+ * caller calls @vtid: the commands take tids as their callers see them,
+ * gettid() in their own PID namespace, and compare kernel tids (p.).
+ * bpf_task_from_vpid() looks @vtid up in the caller's active namespace.
+ * -ESRCH when no thread there has that id, or the thread found is not of
+ * process @tgid (the caller's, a kernel tgid): an id from another
+ * namespace (the parent's view of a thread, say) names no thread of the
+ * caller or one of another process, and a command never acts on that.
+ */
+static __always_inline s32 enf_tid_of(u32 vtid, u32 tgid)
+{
+	struct task_struct *p;
+	s32 tid = -ESRCH;
+
+	if ((s32)vtid <= 0)
+		return -ESRCH;
+	p = bpf_task_from_vpid((s32)vtid);
+	if (!p)
+		return -ESRCH;
+	if ((u32)p->tgid == tgid)
+		tid = p->pid;
+	bpf_task_release(p);
+	return tid;
+}
+
 /* The CPU of registered server @tid of process @tgid, or -ESRCH. */
 static __always_inline s32 enf_server_cpu(u32 tid, u32 tgid)
 {
@@ -1419,7 +1461,7 @@ int umcg_register(struct umcg_scx_register_args *args)
 	struct umcg_scx_shared *sh;
 	struct enf_task *t;
 	struct enf_slot *s;
-	s32 g, slot, scpu;
+	s32 g, slot, scpu, stid;
 	u32 role, wflags;
 
 	if (args->reserved0)
@@ -1442,7 +1484,10 @@ int umcg_register(struct umcg_scx_register_args *args)
 	if (flags == UMCG_REGISTER_WORKER) {
 		if (cpu)
 			return -EINVAL;
-		scpu = enf_server_cpu(server_tid, tgid);
+		stid = enf_tid_of(server_tid, tgid);
+		if (stid < 0)
+			return stid;
+		scpu = enf_server_cpu(stid, tgid);
 		if (scpu < 0)
 			return scpu;
 		cpu = scpu;
@@ -1543,7 +1588,7 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 {
 	int i;
 	u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	u32 tid = args->tid, cpu = args->cpu;
+	u32 tid, cpu = args->cpu;
 	struct task_struct *p;
 	struct umcg_scx_shared *sh;
 	struct enf_slot *sp;
@@ -1555,9 +1600,14 @@ int umcg_pick(struct umcg_scx_pick_args *args)
 	/* At most one of the two flags; @pad only with one. */
 	if ((args->flags & ~seqf) ||
 	    seqf == (UMCG_SCX_PICK_WOKEN | UMCG_SCX_PICK_SEQ) ||
-	    (args->pad && !seqf) || !tid || cpu >= scx_bpf_nr_cpu_ids())
+	    (args->pad && !seqf) || !args->tid || cpu >= scx_bpf_nr_cpu_ids())
 		return -EINVAL;
 	/* The caller's group: a tid of another process is -ESRCH. */
+	ret = enf_tid_of(args->tid, tgid);
+	if (ret < 0)
+		return ret;
+	tid = ret;
+	ret = -EAGAIN;
 	bpf_for(i, 0, enf_slots_used()) {
 		struct enf_slot *s = bpf_map_lookup_elem(&slots, &i);
 

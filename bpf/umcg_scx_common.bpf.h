@@ -26,4 +26,12 @@
 #define _LINUX_TYPES_H
 #include "umcg.h"
 
+/*
+ * Kfuncs the scheduler calls that scx/common.bpf.h does not declare (it
+ * defines BPF_NO_KFUNC_PROTOTYPES, so vmlinux.h declares none).
+ * bpf_task_from_vpid(): Linux 6.13, every kernel with sched_ext this
+ * builds for; a kernel without it refuses to load the scheduler.
+ */
+struct task_struct *bpf_task_from_vpid(s32 vpid) __ksym;
+
 #endif /* UMCG_SCX_COMMON_BPF_H */

@@ -20,6 +20,19 @@
  * uses nothing else of the scheduler's unless both words are the ones it
  * was built with: any change to a struct, a flag or a limit below moves
  * the version.
+ *
+ * Thread ids.  Every tid a process passes in the commands' arguments
+ * (struct umcg_scx_register_args.server_tid, struct umcg_scx_pick_args.tid)
+ * is the thread's id as the calling thread sees it: gettid() in the
+ * caller's PID namespace, whichever that is.  A tid that names no thread
+ * of the caller's process in that namespace (an id of another namespace,
+ * such as the parent namespace's view of one of the caller's own threads)
+ * is -ESRCH, as any tid of another process is.  What the scheduler gives
+ * back is in the caller's namespace as well: the server_tid published in a
+ * worker's slot is the one the worker registered with.  Inside, the
+ * scheduler keeps kernel (initial namespace) ids only and translates a
+ * command's tids on entry (bpf/umcg_enforce.bpf.h, p.); other processes'
+ * slots in the shared area hold ids of those processes' namespaces.
  */
 #ifndef _UAPI_UMCG_SCX_H
 #define _UAPI_UMCG_SCX_H
@@ -103,8 +116,8 @@ struct umcg_scx_shared {
  * struct umcg_scx_register_args - context of the "umcg_register" program
  * @flags:      r: exactly one of UMCG_REGISTER_WORKER, UMCG_REGISTER_SERVER;
  *              a server may add UMCG_SCX_REGISTER_DOORBELL
- * @server_tid: r: worker: a registered server of the caller's process;
- *              server: 0
+ * @server_tid: r: worker: a registered server of the caller's process,
+ *              its tid in the caller's PID namespace; server: 0
  * @cpu:        r: server: the CPU it serves (in its affinity); worker: 0
  * @reserved0:  must be zero
  * @slice_ns:   r: with UMCG_SCX_REGISTER_SLICE (worker only): its group's
@@ -123,7 +136,7 @@ struct umcg_scx_shared {
  * retval) is 0 or -errno: -EINVAL unknown flags, non-zero reserved fields,
  * a server with a server_tid, a worker with a cpu, a cpu out of range or
  * outside the caller's affinity; -ESRCH server_tid is no registered server
- * of the caller's process; -EBUSY the caller is registered; -ENOSPC no slot
+ * of the caller's process (in the caller's PID namespace); -EBUSY the caller is registered; -ENOSPC no slot
  * or group left; -ENOMEM no task storage.  UMCG_SCX_REGISTER_SLICE or
  * UMCG_SCX_REGISTER_IN_LIB with a server, a @slice_ns out of range, @slice_ns
  * without UMCG_SCX_REGISTER_SLICE, @in_lib without either flag, and
@@ -179,7 +192,8 @@ struct umcg_scx_register_args {
 
 /**
  * struct umcg_scx_pick_args - context of the "umcg_pick" program
- * @tid:   r: a worker of the caller's process
+ * @tid:   r: a worker of the caller's process, its tid in the caller's
+ *         PID namespace
  * @cpu:   r: the CPU it is to run on (in its affinity)
  * @flags: r: 0, UMCG_SCX_PICK_WOKEN or UMCG_SCX_PICK_SEQ
  * @pad:   r: without a flag must be zero; with UMCG_SCX_PICK_WOKEN, the low
@@ -199,7 +213,7 @@ struct umcg_scx_register_args {
  * further since is not touched (-ESTALE): it ran on, and a later hold is
  * a block of its own, which the caller must not end (C3).  -EINVAL bad
  * fields or @cpu (for a held worker: outside its affinity); -ESRCH @tid is
- * no worker of the caller's process (with UMCG_SCX_PICK_WOKEN: or it is
+ * no worker of the caller's process (in the caller's PID namespace) (with UMCG_SCX_PICK_WOKEN: or it is
  * exiting); -EAGAIN it is not held (without UMCG_SCX_PICK_WOKEN), or it is
  * between its wake-up and its enqueue, or being released by the hold
  * timer: try again.
