@@ -35,8 +35,8 @@
  * positions is legal (no rq or pi lock is held), which
  * umcg_worker_sleeping() relies on.
  *
- * Counters for tests (main.c's hook_calls, hook_hits): per CPU, so that
- * counting costs no shared cache line.
+ * Counters for tests (main.c's hook_calls, hook_hits, hook_entries): per
+ * CPU, so that counting costs no shared cache line.
  */
 #include <linux/jiffies.h>
 #include <linux/kprobes.h>
@@ -79,15 +79,19 @@ static bool umcg_hook_on;
 
 static DEFINE_PER_CPU(u64, umcg_hook_ncalls);
 static DEFINE_PER_CPU(u64, umcg_hook_nhits);
+static DEFINE_PER_CPU(u64, umcg_hook_nentries);
 
 /* current is about to sleep: act if it is a running worker of its group. */
 static __always_inline void umcg_sched_sleeping(void)
 {
 	struct umcg_slot *slot;
+	unsigned int seen = 0;
 
 	this_cpu_inc(umcg_hook_ncalls);
 	rcu_read_lock_sched_notrace();
-	slot = umcg_slot_of_task(current);
+	slot = umcg_slot_of_task(current, &seen);
+	if (seen)
+		this_cpu_add(umcg_hook_nentries, seen);
 	/*
 	 * Not after execve() (another mm); an exiting thread has dropped
 	 * its mm by its last schedule.
@@ -256,6 +260,11 @@ u64 umcg_hook_calls(void)
 u64 umcg_hook_hits(void)
 {
 	return umcg_hook_sum(&umcg_hook_nhits);
+}
+
+u64 umcg_hook_entries(void)
+{
+	return umcg_hook_sum(&umcg_hook_nentries);
 }
 
 /* Choose the hook ("hook" parameter); it is armed on first use. */

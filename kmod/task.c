@@ -55,15 +55,18 @@ static DEFINE_RAW_SPINLOCK(umcg_task_hash_lock);
 /*
  * The registered slot of @tsk, or NULL.  A thread that kept a /dev/umcg
  * file across execve() may be registered in its old group too: the slot
- * of a group bound to its current mm comes first.  Caller in an RCU (or
- * RCU-sched, i.e. preemption disabled) read-side section.
+ * of a group bound to its current mm comes first.  Adds the entries it
+ * examined to *@seen.  Caller in an RCU (or RCU-sched, i.e. preemption
+ * disabled) read-side section.
  */
-struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk)
+struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk,
+				    unsigned int *seen)
 {
 	struct umcg_slot *slot, *found = NULL;
 
 	hash_for_each_possible_rcu_notrace(umcg_task_hash, slot, task_node,
 					   (unsigned long)tsk) {
+		(*seen)++;
 		if (READ_ONCE(slot->task) != tsk)
 			continue;
 		if (READ_ONCE(slot->grp->mm) == tsk->mm)

@@ -248,7 +248,8 @@ int umcg_task_add(struct umcg_group *grp,
 int umcg_task_del(struct umcg_group *grp);
 void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot);
 void umcg_slot_unhash_task(struct umcg_slot *slot);
-struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk);
+struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk,
+				    unsigned int *seen);
 struct umcg_slot *umcg_slot_of_tid(struct umcg_group *grp, u32 tid);
 
 /*
@@ -264,6 +265,7 @@ void umcg_hook_put(void);
 bool umcg_hook_armed(void);
 u64 umcg_hook_calls(void);
 u64 umcg_hook_hits(void);
+u64 umcg_hook_entries(void);
 
 /* kmove.c: the moves the kernel makes on workers, events, pokes. */
 void umcg_worker_sleeping(struct umcg_slot *slot);
