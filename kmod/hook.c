@@ -5,8 +5,9 @@
  *
  * Lock order: umcg_hook_lock (a mutex, taken in process context only, with
  * at most umcg_group.lock held) around arming and disarming; the hook
- * itself takes umcg_task_hash_lock at a worker's last schedule (task.c),
- * and umcg_worker_sleeping() umcg_group.server_lock and a wait queue lock.
+ * itself takes umcg_group.hash_lock, then umcg_group_hash_lock, at a
+ * worker's last schedule (task.c), and umcg_worker_sleeping()
+ * umcg_group.server_lock and a wait queue lock.
  *
  * Which hook, chosen at load time (module parameter "hook"):
  *
@@ -29,9 +30,13 @@
  * hook_linger_ms later (so a program that registers and unregisters one
  * worker in a loop does not pay a tracepoint or kprobe registration each
  * time).  While armed it runs in every task that schedules, so the filter
- * is cheap: one bucket of umcg_task_hash, under RCU-sched (task.c).  A
- * worker's slot leaves that hash at its last schedule (tracepoint) or
- * when its slot is reaped (kprobe).  Waking another task from both
+ * is cheap and does not grow with what others register: under RCU-sched,
+ * one bucket of the groups that have registered threads, keyed by the
+ * sleeping task's thread group, and only in its own group one bucket of
+ * that group's task hash (task.c).  A worker's slot leaves its task hash
+ * at its last schedule (tracepoint) or when its slot is reaped (kprobe).
+ * What the hook calls there is inline or notrace (it may run in an ftrace
+ * handler).  Waking another task from both
  * positions is legal (no rq or pi lock is held), which
  * umcg_worker_sleeping() relies on.
  *

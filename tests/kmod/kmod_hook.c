@@ -81,12 +81,15 @@ static bool armed_becomes(long want)
 }
 
 #define MAX_HOLDERS	128
+#define PAIRS		8
+#define PINGS		1000
 
 FIXTURE(hook) {
 	bool loaded;
 	int nr_holders;		/* other_users_workers' processes */
 	int cmd[MAX_HOLDERS];	/* their command pipes */
 	pid_t pids[MAX_HOLDERS];
+	pid_t pingers[PAIRS];	/* and its ping-pongs */
 };
 
 FIXTURE_SETUP(hook)
@@ -100,6 +103,12 @@ FIXTURE_SETUP(hook)
 
 FIXTURE_TEARDOWN(hook)
 {
+	for (int p = 0; p < PAIRS; p++) {
+		if (self->pingers[p] <= 0)
+			continue;
+		kill(self->pingers[p], SIGKILL);
+		waitpid(self->pingers[p], NULL, 0);
+	}
 	/* EOF on its command pipe ends a holder, and its group with it. */
 	for (int h = 0; h < self->nr_holders; h++) {
 		close(self->cmd[h]);
@@ -296,58 +305,61 @@ static void holder_main(int cmd, int ready)
 }
 
 /*
- * PAIRS pipe ping-pongs of PINGS round trips, at once, between processes
- * that use no umcg; the hook's calls and the entries it examined meanwhile
- * in *@calls and *@entries.  Returns 0, or -1 if a process failed.
+ * PAIRS pipe ping-pongs between processes that use no umcg, started once
+ * and run PINGS round trips each, all at once, at every pingpong(): the
+ * same tasks, so the same buckets, every time.
  */
-#define PAIRS		8
-#define PINGS		1000
 
-static int pingpong(long *calls, long *entries)
+static void pinger_main(int go, int done)
 {
-	pid_t pids[PAIRS];
-	long c0 = attr("hook_calls"), e0 = attr("hook_entries");
-	int ret = 0, status;
+	int to[2], from[2];
+	char c = 'x';
+	pid_t pong;
 
-	for (int p = 0; p < PAIRS; p++) {
-		pids[p] = fork();
-		if (pids[p] < 0)
-			return -1;
-		if (!pids[p]) {
-			int to[2], from[2];
-			char c = 'x';
-			pid_t pong;
-
-			if (pipe(to) || pipe(from))
+	if (pipe(to) || pipe(from))
+		_exit(1);
+	pong = fork();
+	if (pong < 0)
+		_exit(1);
+	if (!pong) {
+		close(to[1]);
+		close(from[0]);
+		while (read(to[0], &c, 1) == 1)
+			if (write(from[1], &c, 1) != 1)
 				_exit(1);
-			pong = fork();
-			if (pong < 0)
-				_exit(1);
-			if (!pong) {
-				close(to[1]);
-				close(from[0]);
-				while (read(to[0], &c, 1) == 1)
-					if (write(from[1], &c, 1) != 1)
-						_exit(1);
-				_exit(0);
-			}
-			close(to[0]);
-			close(from[1]);
-			for (int i = 0; i < PINGS; i++)
-				if (write(to[1], &c, 1) != 1 ||
-				    read(from[0], &c, 1) != 1)
-					_exit(1);
-			close(to[1]);
-			waitpid(pong, &status, 0);
-			_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
-		}
+		_exit(0);
 	}
+	close(to[0]);
+	close(from[1]);
+	while (read(go, &c, 1) == 1) {
+		for (int i = 0; i < PINGS; i++)
+			if (write(to[1], &c, 1) != 1 ||
+			    read(from[0], &c, 1) != 1)
+				_exit(1);
+		if (write(done, &c, 1) != 1)
+			_exit(1);
+	}
+	_exit(0);
+}
+
+/*
+ * One run of the ping-pongs; the hook's calls and the entries it examined
+ * meanwhile in *@calls and *@entries.  Returns 0, or -1 if one failed.
+ */
+static int pingpong(const int *go, int done, long *calls, long *entries)
+{
+	long c0 = attr("hook_calls"), e0 = attr("hook_entries");
+	char c = 'g';
+
 	for (int p = 0; p < PAIRS; p++)
-		if (waitpid(pids[p], &status, 0) != pids[p] || status)
-			ret = -1;
+		if (write(go[p], &c, 1) != 1)
+			return -1;
+	for (int p = 0; p < PAIRS; p++)
+		if (read(done, &c, 1) != 1)
+			return -1;
 	*calls = attr("hook_calls") - c0;
 	*entries = attr("hook_entries") - e0;
-	return ret;
+	return 0;
 }
 
 /* Add @n workers to each of the @nr holders; -1 unless all registered. */
@@ -382,11 +394,29 @@ TEST_F_TIMEOUT(hook, other_users_workers, 240)
 {
 	long limit = umcg_read_number(GROUPS_PARAM);
 	long calls1, entries1, calls2, entries2;
-	int nr, per, ready[2];
+	int nr, per, ready[2], done[2], go[PAIRS];
 	double r1, r2;
 
 	ASSERT_LE(0, attr("hook_entries")) TH_LOG(SYSFS "hook_entries: missing");
 	ASSERT_LT(0, limit);
+	/* Their pong ends with the pinger: it holds no end of its pipe. */
+	ASSERT_EQ(0, pipe(done));
+	for (int p = 0; p < PAIRS; p++) {
+		int g[2];
+
+		ASSERT_EQ(0, pipe(g));
+		self->pingers[p] = fork();
+		ASSERT_LE(0, self->pingers[p]);
+		if (!self->pingers[p]) {
+			close(g[1]);
+			close(done[0]);
+			pinger_main(g[0], done[1]);
+		}
+		close(g[0]);
+		go[p] = g[1];
+	}
+	close(done[1]);
+
 	nr = limit < MAX_HOLDERS ? limit : MAX_HOLDERS;
 	per = OTHER_WORKERS / nr;
 	ASSERT_EQ(0, pipe(ready));
@@ -415,12 +445,12 @@ TEST_F_TIMEOUT(hook, other_users_workers, 240)
 	ASSERT_EQ(0, holders_add(self->cmd, nr, ready[0], 1))
 		TH_LOG("nobody's %d groups: a worker each did not register", nr);
 	EXPECT_EQ(1, attr("hook_armed"));
-	ASSERT_EQ(0, pingpong(&calls1, &entries1));
+	ASSERT_EQ(0, pingpong(go, done[0], &calls1, &entries1));
 	ASSERT_EQ(0, holders_add(self->cmd, nr, ready[0], per - 1))
 		TH_LOG("nobody's %d groups: %d workers each did not register",
 		       nr, per);
 	ASSERT_LE(nr * per, attr("workers"));
-	ASSERT_EQ(0, pingpong(&calls2, &entries2));
+	ASSERT_EQ(0, pingpong(go, done[0], &calls2, &entries2));
 	close(ready[0]);
 
 	/* At least one sleep a round trip: the hook ran for them. */
