@@ -36,9 +36,8 @@
  * that group's task hash (task.c).  A worker's slot leaves its task hash
  * at its last schedule (tracepoint) or when its slot is reaped (kprobe).
  * What the hook calls there is inline or notrace (it may run in an ftrace
- * handler).  Waking another task from both
- * positions is legal (no rq or pi lock is held), which
- * umcg_worker_sleeping() relies on.
+ * handler).  Waking another task from both positions is legal (no rq or
+ * pi lock is held), which umcg_worker_sleeping() relies on.
  *
  * Counters for tests (main.c's hook_calls, hook_hits, hook_entries): per
  * CPU, so that counting costs no shared cache line.
