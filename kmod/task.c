@@ -136,15 +136,14 @@ notrace struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk,
 	return found;
 }
 
-/*
- * The slot of current in @grp, or NULL.  Caller under rcu_read_lock().
- */
+/* The slot of current in @grp, or NULL.  Caller under rcu_read_lock(). */
 struct umcg_slot *umcg_slot_of_current(struct umcg_group *grp)
 {
 	unsigned int seen = 0;
 
 	return umcg_group_slot_of(grp, current, &seen);
 }
+
 /*
  * The slot of the live thread of @grp whose tid is @tid, or NULL.  Caller
  * under rcu_read_lock().
