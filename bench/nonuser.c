@@ -8,14 +8,18 @@
  *   unloaded     with umcg.ko not loaded (the base)
  *   idle         loaded, nobody using it (the block hook is not armed)
  *   workersN     loaded, while another user's process (nobody) holds N
- *                registered workers asleep in read() (the hook armed, N
- *                threads in its hash)
+ *                registered workers asleep in read() (the hook armed; its
+ *                group in the hook's table of groups, its N threads in
+ *                that group's own task hash)
  *
- * all in the same boot, so only the ratios to "unloaded" mean anything.
+ * all in the same boot, so only the ratios to "unloaded" mean anything:
+ * each case after the base also prints its median over the base's
+ * (ratio_to_unloaded).
  * The module is unloaded with delete_module() and loaded from --module
  * with finit_module() (root only); it is left loaded or not as found.
  * Next to each time: the hook's calls per round trip (hook_calls of
- * /sys/class/misc/umcg), 0 unless it is armed.
+ * /sys/class/misc/umcg), 0 unless it is armed, and the table entries
+ * those calls examined per round trip (hook_entries).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +42,7 @@
 #include "bench.h"
 
 #define HOOK_CALLS	"/sys/class/misc/umcg/hook_calls"
+#define HOOK_ENTRIES	"/sys/class/misc/umcg/hook_entries"
 #define NOBODY		65534
 
 static struct bench_opts opts;
@@ -77,9 +82,9 @@ static int unload(void)
 	return syscall(SYS_delete_module, "umcg", O_NONBLOCK) ? -errno : 0;
 }
 
-static long hook_calls(void)
+static long counter(const char *path)
 {
-	FILE *f = fopen(HOOK_CALLS, "re");
+	FILE *f = fopen(path, "re");
 	long v = -1;
 
 	if (f) {
@@ -104,13 +109,16 @@ static void pong(int in, int out)
 
 /*
  * One case: reps repetitions of opts.ms each; prints the median ns per
- * round trip and the hook calls per round trip.
+ * round trip, its ratio to @base unless that is 0, and the hook's calls
+ * and entries examined per round trip (nothing if @variant is NULL: a
+ * warm-up).  Returns the median.
  */
-static void measure(const char *variant, const char *role)
+static double measure(const char *variant, const char *role, double base)
 {
 	int to[2], from[2], status;
 	double v[64];
-	long calls = 0, total = 0;
+	long calls = 0, entries = 0, total = 0;
+	double median;
 	int reps = opts.reps > 64 ? 64 : opts.reps;
 	cpu_set_t all;
 	pid_t pid;
@@ -137,7 +145,8 @@ static void measure(const char *variant, const char *role)
 		if (write(to[1], &c, 1) != 1 || read(from[0], &c, 1) != 1)
 			bench_die("ping-pong: %s", strerror(errno));
 	for (int r = 0; r < reps; r++) {
-		long c0 = hook_calls(), n = 0;
+		long c0 = counter(HOOK_CALLS), n = 0;
+		long e0 = counter(HOOK_ENTRIES);
 		uint64_t t0 = bench_now_ns(), t1;
 		uint64_t end = t0 + (uint64_t)(opts.ms * 1e6);
 
@@ -151,7 +160,9 @@ static void measure(const char *variant, const char *role)
 		} while (t1 < end);
 		v[r] = (double)(t1 - t0) / n;
 		if (c0 >= 0)
-			calls += hook_calls() - c0;
+			calls += counter(HOOK_CALLS) - c0;
+		if (e0 >= 0)
+			entries += counter(HOOK_ENTRIES) - e0;
 		total += n;
 	}
 	close(to[1]);
@@ -159,11 +170,22 @@ static void measure(const char *variant, const char *role)
 	waitpid(pid, &status, 0);
 	sched_setaffinity(0, sizeof(all), &all);
 
+	median = bench_median(v, reps);
+	if (!variant)
+		return median;
 	bench_result("nonuser", "pthread", "stock", variant, "-",
-		     "ns_per_roundtrip", true, bench_median(v, reps), reps, role);
+		     "ns_per_roundtrip", true, median, reps, role);
+	if (base > 0)
+		bench_result("nonuser", "pthread", "stock", variant, "-",
+			     "ratio_to_unloaded", true, median / base, reps,
+			     NULL);
 	bench_result("nonuser", "pthread", "stock", variant, "-",
 		     "hook_calls_per_roundtrip", true,
 		     (double)calls / total, total, NULL);
+	bench_result("nonuser", "pthread", "stock", variant, "-",
+		     "hook_entries_per_roundtrip", true,
+		     (double)entries / total, total, NULL);
+	return median;
 }
 
 static void *holder_thread(void *arg)
@@ -270,6 +292,7 @@ int main(int argc, char **argv)
 	const char *why = NULL;
 	char variant[32];
 	uint64_t t_start = bench_now_ns();
+	double base;
 	bool was_loaded;
 	pid_t holder;
 	int c, ret;
@@ -317,11 +340,16 @@ int main(int argc, char **argv)
 	}
 
 	bench_progress("unloaded (%.1f s)", (bench_now_ns() - t_start) / 1e9);
-	measure("unloaded", "base");
+	/*
+	 * The first case measured ran slower than the next ones in the
+	 * guests, by up to 2x under TCG: one untimed pass first.
+	 */
+	measure(NULL, NULL, 0);
+	base = measure("unloaded", "base", 0);
 	if (load())
 		bench_die("loading %s: %s", module_path, strerror(errno));
 	bench_progress("loaded, idle (%.1f s)", (bench_now_ns() - t_start) / 1e9);
-	measure("idle", NULL);
+	measure("idle", NULL, base);
 	bench_progress("loaded, another user holds %ld workers",
 		       nr_workers);
 	holder = holder_start(nr_workers, &why);
@@ -330,7 +358,7 @@ int main(int argc, char **argv)
 	if (holder < 0) {
 		bench_result_fail("nonuser", "pthread", "stock", variant, why);
 	} else {
-		measure(variant, NULL);
+		measure(variant, NULL, base);
 		kill(holder, SIGKILL);
 		waitpid(holder, NULL, 0);
 	}

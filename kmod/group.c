@@ -19,9 +19,9 @@
  * Memory (C8: charged to the caller, bounded).  Every allocation is
  * GFP_KERNEL_ACCOUNT, charged to the memory cgroup of the thread that
  * makes it, and follows use: open() allocates struct umcg_group (under
- * 1 KiB); binding the shared area (UMCG_KMOD_AREA_SIZE, 260 KiB) and the
- * server list (8 KiB); registration a chunk of UMCG_SLOTS_PER_CHUNK slots
- * (8 KiB) when the allocated ones are full.  One user (the real uid of the
+ * 1 KiB); binding the shared area (UMCG_KMOD_AREA_SIZE, 260 KiB), the
+ * server list (8 KiB) and the task hash (8 KiB); registration a chunk of
+ * UMCG_SLOTS_PER_CHUNK slots (8 KiB) when the allocated ones are full.  One user (the real uid of the
  * opener) may have at most max_groups_per_user groups at once; the next
  * open() fails with -ENOSPC.  CAP_SYS_RESOURCE is exempt.
  *
@@ -150,6 +150,7 @@ static void umcg_group_free(struct umcg_group *grp)
 	for (i = 0; i < UMCG_NR_CHUNKS; i++)
 		kvfree(grp->chunks[i]);
 	xa_destroy(&grp->tids);
+	kvfree(grp->task_hash);
 	kvfree(grp->servers);
 	vfree(grp->tasks);
 	umcg_user_put(grp->user);
@@ -189,6 +190,8 @@ struct umcg_group *umcg_group_alloc(int *err)
 	kref_init(&grp->ref);
 	mutex_init(&grp->lock);
 	spin_lock_init(&grp->server_lock);
+	raw_spin_lock_init(&grp->hash_lock);
+	INIT_HLIST_NODE(&grp->hash_node);
 	xa_init(&grp->tids);
 	INIT_LIST_HEAD(&grp->node);
 	INIT_WORK(&grp->free_work, umcg_group_free_work);
@@ -263,6 +266,7 @@ int umcg_group_bind(struct umcg_group *grp)
 {
 	struct umcg_group *other;
 	struct umcg_task *tasks;
+	struct hlist_head *task_hash;
 	u16 *servers;
 
 	lockdep_assert_held(&grp->lock);
@@ -279,9 +283,13 @@ int umcg_group_bind(struct umcg_group *grp)
 	tasks = __vmalloc(UMCG_KMOD_AREA_SIZE, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	servers = kvcalloc(UMCG_KMOD_MAX_TASKS, sizeof(*servers),
 			   GFP_KERNEL_ACCOUNT);
-	if (!tasks || !servers) {
+	/* Zeroed heads are empty lists. */
+	task_hash = kvcalloc(1U << UMCG_TASK_HASH_BITS, sizeof(*task_hash),
+			     GFP_KERNEL_ACCOUNT);
+	if (!tasks || !servers || !task_hash) {
 		vfree(tasks);
 		kvfree(servers);
+		kvfree(task_hash);
 		return -ENOMEM;
 	}
 
@@ -291,11 +299,14 @@ int umcg_group_bind(struct umcg_group *grp)
 			mutex_unlock(&umcg_groups_lock);
 			vfree(tasks);
 			kvfree(servers);
+			kvfree(task_hash);
 			return -EBUSY;
 		}
 	}
 	mmgrab(current->mm);
 	grp->tgid = get_pid(task_tgid(current));
+	grp->signal = current->signal;
+	grp->task_hash = task_hash;
 	grp->servers = servers;
 	grp->tasks = tasks;
 	grp->events = (unsigned long *)((char *)tasks + UMCG_KMOD_TASKS_SIZE);

@@ -5,8 +5,9 @@
  *
  * Lock order: umcg_hook_lock (a mutex, taken in process context only, with
  * at most umcg_group.lock held) around arming and disarming; the hook
- * itself takes umcg_task_hash_lock at a worker's last schedule (task.c),
- * and umcg_worker_sleeping() umcg_group.server_lock and a wait queue lock.
+ * itself takes umcg_group.hash_lock, then umcg_group_hash_lock, at a
+ * worker's last schedule (task.c), and umcg_worker_sleeping()
+ * umcg_group.server_lock and a wait queue lock.
  *
  * Which hook, chosen at load time (module parameter "hook"):
  *
@@ -29,14 +30,17 @@
  * hook_linger_ms later (so a program that registers and unregisters one
  * worker in a loop does not pay a tracepoint or kprobe registration each
  * time).  While armed it runs in every task that schedules, so the filter
- * is cheap: one bucket of umcg_task_hash, under RCU-sched (task.c).  A
- * worker's slot leaves that hash at its last schedule (tracepoint) or
- * when its slot is reaped (kprobe).  Waking another task from both
- * positions is legal (no rq or pi lock is held), which
- * umcg_worker_sleeping() relies on.
+ * is cheap and does not grow with what others register: under RCU-sched,
+ * one bucket of the groups that have registered threads, keyed by the
+ * sleeping task's thread group, and only in its own group one bucket of
+ * that group's task hash (task.c).  A worker's slot leaves its task hash
+ * at its last schedule (tracepoint) or when its slot is reaped (kprobe).
+ * What the hook calls there is inline or notrace (it may run in an ftrace
+ * handler).  Waking another task from both positions is legal (no rq or
+ * pi lock is held), which umcg_worker_sleeping() relies on.
  *
- * Counters for tests (main.c's hook_calls, hook_hits): per CPU, so that
- * counting costs no shared cache line.
+ * Counters for tests (main.c's hook_calls, hook_hits, hook_entries): per
+ * CPU, so that counting costs no shared cache line.
  */
 #include <linux/jiffies.h>
 #include <linux/kprobes.h>
@@ -79,15 +83,19 @@ static bool umcg_hook_on;
 
 static DEFINE_PER_CPU(u64, umcg_hook_ncalls);
 static DEFINE_PER_CPU(u64, umcg_hook_nhits);
+static DEFINE_PER_CPU(u64, umcg_hook_nentries);
 
 /* current is about to sleep: act if it is a running worker of its group. */
 static __always_inline void umcg_sched_sleeping(void)
 {
 	struct umcg_slot *slot;
+	unsigned int seen = 0;
 
 	this_cpu_inc(umcg_hook_ncalls);
 	rcu_read_lock_sched_notrace();
-	slot = umcg_slot_of_task(current);
+	slot = umcg_slot_of_task(current, &seen);
+	if (seen)
+		this_cpu_add(umcg_hook_nentries, seen);
 	/*
 	 * Not after execve() (another mm); an exiting thread has dropped
 	 * its mm by its last schedule.
@@ -256,6 +264,11 @@ u64 umcg_hook_calls(void)
 u64 umcg_hook_hits(void)
 {
 	return umcg_hook_sum(&umcg_hook_nhits);
+}
+
+u64 umcg_hook_entries(void)
+{
+	return umcg_hook_sum(&umcg_hook_nentries);
 }
 
 /* Choose the hook ("hook" parameter); it is armed on first use. */

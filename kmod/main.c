@@ -25,6 +25,7 @@
  *            worker is registered, and for hook_linger_ms after), else 0
  *   hook_calls  calls of the hook since load, by any task's sleep
  *   hook_hits   those that found the sleeping task registered
+ *   hook_entries  table entries those calls examined, all tables
  */
 #include <linux/device.h>
 #include <linux/fs.h>
@@ -109,6 +110,13 @@ static ssize_t hook_hits_show(struct device *dev,
 }
 static DEVICE_ATTR_RO(hook_hits);
 
+static ssize_t hook_entries_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n", umcg_hook_entries());
+}
+static DEVICE_ATTR_RO(hook_entries);
+
 static struct attribute *umcg_attrs[] = {
 	&dev_attr_groups.attr,
 	&dev_attr_tasks.attr,
@@ -118,6 +126,7 @@ static struct attribute *umcg_attrs[] = {
 	&dev_attr_hook_armed.attr,
 	&dev_attr_hook_calls.attr,
 	&dev_attr_hook_hits.attr,
+	&dev_attr_hook_entries.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(umcg);

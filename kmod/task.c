@@ -1,41 +1,63 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * task.c - registration of the calling thread in its process's group, and
- * the lookups of a registered slot by task (the hook) and by tid (WAKE,
- * SWITCH, PREEMPT).
+ * the lookups of a registered slot by task (the hook, and a thread's own
+ * slot) and by tid (WAKE, SWITCH, PREEMPT).
  *
  * Lock order: umcg_group.lock, then umcg_hook_lock, the xa_lock of
- * umcg_group.tids, umcg_task_hash_lock or umcg_group.server_lock (one at
- * a time).
+ * umcg_group.tids, umcg_group.hash_lock or umcg_group.server_lock (one at
+ * a time); umcg_group.hash_lock, then umcg_group_hash_lock (raw
+ * spinlocks, the hook takes both at a worker's last schedule).
  *
  * A thread registers only itself.  A thread that exits without
  * unregistering keeps its slot until a later REGISTER finds its struct pid
  * without a task and its word off DONE (the process has read the exit the
  * kernel reported) and reclaims it, or until the group is freed; its slot
- * leaves umcg_task_hash earlier, at its last schedule, where the hook sees
- * that (hook.c).  A slot with a task work still queued is not reused (its
- * callback checks that the slot's task is still the one it runs in).
+ * leaves its group's task hash earlier, at its last schedule, where the
+ * hook sees that (hook.c).  A slot with a task work still queued is not
+ * reused (its callback checks that the slot's task is still the one it
+ * runs in).
  *
- * Readers: umcg_slot_of_task() walks an RCU hash list and
+ * Lookups by task, two levels, each one bucket: umcg_group_hash holds the
+ * groups that have a slot in their task hash, keyed by the thread group
+ * they were bound in (current->signal, which a thread keeps across
+ * execve() and until it is freed, after its last schedule: an exiting
+ * thread that has dropped its mm is still found); each group's task hash
+ * (UMCG_TASK_HASH_BITS, allocated at bind) holds its registered slots
+ * keyed by task_struct address.  A task of a process with no group reads
+ * one bucket of groups, whatever the number of workers (or of groups)
+ * others have registered; only threads of a process with a group walk a
+ * bucket of its slots.  Each fact has one place: a slot is registered in
+ * the task hash while its thread may still schedule, a group is in
+ * umcg_group_hash while its task hash is not empty (@nr_hashed counts its
+ * entries, under the same lock).
+ *
+ * Readers: umcg_slot_of_task() walks RCU hash lists and
  * umcg_slot_of_tid() loads from an xarray, both without a lock; a slot they
  * return belongs to a group that lives at least until the end of their
  * read-side section (group.c), but may be unregistered or reused
  * meanwhile, so callers re-check what they rely on.  Writers hold
- * umcg_group.lock (and umcg_task_hash_lock for the global hash).  A slot's
- * hash node is not added to the hash again until a grace period after it
- * left (umcg_slot_gp_wait()): a reader still on the node would otherwise
- * follow it into another bucket and miss the rest of its own (a spurious
- * "not registered").  The xarray has no such hazard: the entry of a live
- * thread's tid stays in place while other entries come and go.
+ * umcg_group.lock (and umcg_group.hash_lock for the task hash, with
+ * umcg_group_hash_lock inside it when the group comes or goes), except the
+ * hook's unhash at a thread's last schedule, which holds the two spinlocks
+ * only.  A slot's hash node is not added to the task hash again until a
+ * grace period after it left (umcg_slot_gp_wait()): a reader still on the
+ * node would otherwise follow it into another bucket and miss the rest of
+ * its own (a spurious "not registered").  A group's node always goes back
+ * into the same bucket and needs no such wait.  The xarray has no such
+ * hazard: the entry of a live thread's tid stays in place while other
+ * entries come and go.
  */
 #include <linux/atomic.h>
 #include <linux/cpumask.h>
 #include <linux/errno.h>
+#include <linux/hash.h>
 #include <linux/hashtable.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/rculist.h>
 #include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -45,32 +67,81 @@
 #include "umcg_internal.h"
 
 /*
- * Every registered slot of every group whose thread has not had its last
- * schedule, keyed by task_struct address.  A raw spinlock: the hook takes
- * it, preemption off.
+ * The groups whose task hash holds a slot, keyed by the thread group
+ * (signal_struct) they were bound in: what the hook looks in first, so
+ * that a task of a process with no group pays one bucket of groups, and
+ * never a walk of anybody's threads.  A group leaves when its last slot
+ * leaves its task hash and may come back later: always in the same
+ * bucket (its key is constant), so no grace period is needed before it
+ * is added again (a reader still on its node goes on in the same
+ * bucket).  A raw spinlock: the hook takes it, preemption off.
  */
-static DEFINE_HASHTABLE(umcg_task_hash, 12);
-static DEFINE_RAW_SPINLOCK(umcg_task_hash_lock);
+static DEFINE_HASHTABLE(umcg_group_hash, 10);
+static DEFINE_RAW_SPINLOCK(umcg_group_hash_lock);
+
+/* @tsk's bucket of a group's task hash. */
+static __always_inline struct hlist_head *
+umcg_task_bucket(struct umcg_group *grp, struct task_struct *tsk)
+{
+	return &grp->task_hash[hash_ptr(tsk, UMCG_TASK_HASH_BITS)];
+}
 
 /*
- * The registered slot of @tsk, or NULL.  A thread that kept a /dev/umcg
- * file across execve() may be registered in its old group too: the slot
- * of a group bound to its current mm comes first.  Caller in an RCU (or
- * RCU-sched, i.e. preemption disabled) read-side section.
+ * The slot of @tsk in @grp's task hash, or NULL; adds the entries it
+ * examined to *@seen.  Caller in an RCU (or RCU-sched) read-side section.
  */
-struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk)
+static __always_inline struct umcg_slot *
+umcg_group_slot_of(struct umcg_group *grp, struct task_struct *tsk,
+		   unsigned int *seen)
 {
-	struct umcg_slot *slot, *found = NULL;
+	struct umcg_slot *slot;
 
-	hash_for_each_possible_rcu_notrace(umcg_task_hash, slot, task_node,
-					   (unsigned long)tsk) {
-		if (READ_ONCE(slot->task) != tsk)
+	hlist_for_each_entry_rcu_notrace(slot, umcg_task_bucket(grp, tsk),
+					 task_node) {
+		(*seen)++;
+		if (READ_ONCE(slot->task) == tsk)
+			return slot;
+	}
+	return NULL;
+}
+
+/*
+ * The registered slot of @tsk, or NULL: the hook's lookup.  One bucket of
+ * umcg_group_hash, then, in each group of @tsk's thread group, one bucket
+ * of its task hash.  A thread that kept a /dev/umcg file across execve()
+ * may be registered in its old group too (the same thread group): the
+ * slot of the group bound to its current mm comes first.  Adds the
+ * entries it examined to *@seen.  Caller in an RCU (or RCU-sched, i.e.
+ * preemption disabled) read-side section.
+ */
+notrace struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk,
+					    unsigned int *seen)
+{
+	struct signal_struct *sig = tsk->signal;
+	struct umcg_slot *slot, *found = NULL;
+	struct umcg_group *grp;
+
+	hash_for_each_possible_rcu_notrace(umcg_group_hash, grp, hash_node,
+					   (unsigned long)sig) {
+		(*seen)++;
+		if (grp->signal != sig)
 			continue;
-		if (READ_ONCE(slot->grp->mm) == tsk->mm)
+		slot = umcg_group_slot_of(grp, tsk, seen);
+		if (!slot)
+			continue;
+		if (READ_ONCE(grp->mm) == tsk->mm)
 			return slot;
 		found = slot;
 	}
 	return found;
+}
+
+/* The slot of current in @grp, or NULL.  Caller under rcu_read_lock(). */
+struct umcg_slot *umcg_slot_of_current(struct umcg_group *grp)
+{
+	unsigned int seen = 0;
+
+	return umcg_group_slot_of(grp, current, &seen);
 }
 
 /*
@@ -92,18 +163,45 @@ struct umcg_slot *umcg_slot_of_tid(struct umcg_group *grp, u32 tid)
 	return NULL;
 }
 
-/* Take @slot out of umcg_task_hash (if it is there).  Any context. */
-void umcg_slot_unhash_task(struct umcg_slot *slot)
+/*
+ * Hash @slot, current's new registration, into its group's task hash,
+ * and the group into umcg_group_hash if it is its first.  grp->lock held.
+ */
+static void umcg_slot_hash_task(struct umcg_group *grp,
+				struct umcg_slot *slot)
 {
+	raw_spin_lock_irq(&grp->hash_lock);
+	hlist_add_head_rcu(&slot->task_node, umcg_task_bucket(grp, current));
+	if (!grp->nr_hashed++) {
+		raw_spin_lock(&umcg_group_hash_lock);
+		hash_add_rcu(umcg_group_hash, &grp->hash_node,
+			     (unsigned long)grp->signal);
+		raw_spin_unlock(&umcg_group_hash_lock);
+	}
+	raw_spin_unlock_irq(&grp->hash_lock);
+}
+
+/*
+ * Take @slot out of its group's task hash (if it is there), and the
+ * group out of umcg_group_hash if it was its last.  Any context.
+ */
+notrace void umcg_slot_unhash_task(struct umcg_slot *slot)
+{
+	struct umcg_group *grp = slot->grp;
 	unsigned long flags;
 
-	raw_spin_lock_irqsave(&umcg_task_hash_lock, flags);
+	raw_spin_lock_irqsave(&grp->hash_lock, flags);
 	if (!hlist_unhashed(&slot->task_node)) {
-		hash_del_rcu(&slot->task_node);
+		hlist_del_init_rcu(&slot->task_node);
 		slot->gp = get_state_synchronize_rcu();
 		slot->gp_wait = true;
+		if (!--grp->nr_hashed) {
+			raw_spin_lock(&umcg_group_hash_lock);
+			hash_del_rcu(&grp->hash_node);
+			raw_spin_unlock(&umcg_group_hash_lock);
+		}
 	}
-	raw_spin_unlock_irqrestore(&umcg_task_hash_lock, flags);
+	raw_spin_unlock_irqrestore(&grp->hash_lock, flags);
 }
 
 /* Has the grace period @slot's hash node waits for ended?  grp->lock held. */
@@ -111,11 +209,11 @@ static bool umcg_slot_gp_done(struct umcg_slot *slot)
 {
 	bool done;
 
-	raw_spin_lock_irq(&umcg_task_hash_lock);
+	raw_spin_lock_irq(&slot->grp->hash_lock);
 	done = !slot->gp_wait || poll_state_synchronize_rcu(slot->gp);
 	if (done)
 		slot->gp_wait = false;
-	raw_spin_unlock_irq(&umcg_task_hash_lock);
+	raw_spin_unlock_irq(&slot->grp->hash_lock);
 	return done;
 }
 
@@ -124,13 +222,13 @@ static void umcg_slot_gp_wait(struct umcg_slot *slot)
 {
 	unsigned long gp;
 
-	raw_spin_lock_irq(&umcg_task_hash_lock);
+	raw_spin_lock_irq(&slot->grp->hash_lock);
 	gp = slot->gp;
 	if (!slot->gp_wait) {
-		raw_spin_unlock_irq(&umcg_task_hash_lock);
+		raw_spin_unlock_irq(&slot->grp->hash_lock);
 		return;
 	}
-	raw_spin_unlock_irq(&umcg_task_hash_lock);
+	raw_spin_unlock_irq(&slot->grp->hash_lock);
 	cond_synchronize_rcu(gp);
 	umcg_slot_gp_done(slot);
 }
@@ -356,9 +454,7 @@ int umcg_task_add(struct umcg_group *grp,
 		grp->servers[grp->nr_servers++] = slot->idx;
 		spin_unlock(&grp->server_lock);
 	}
-	raw_spin_lock_irq(&umcg_task_hash_lock);
-	hash_add_rcu(umcg_task_hash, &slot->task_node, (unsigned long)current);
-	raw_spin_unlock_irq(&umcg_task_hash_lock);
+	umcg_slot_hash_task(grp, slot);
 
 	*task_off = (u64)slot->idx * sizeof(struct umcg_task);
 out:

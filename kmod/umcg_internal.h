@@ -9,23 +9,24 @@
  *       umcg_groups_lock (mutex)
  *       umcg_hook_lock (mutex, hook.c: arming the block hook)
  *       umcg_group.tids' xa_lock
- *       umcg_task_hash_lock (raw spinlock)
+ *       umcg_group.hash_lock (raw spinlock)
+ *         umcg_group_hash_lock (raw spinlock, task.c)
  *       umcg_group.server_lock (spinlock)
  *         umcg_slot.waitq.lock (inside wake_up())
  *   umcg_users_lock (mutex, group.c: the per-user counts; a leaf, taken
  *                    by open() and the group's free with no other lock)
  *
  * The scheduler hook (hook.c) and the task work (kmove.c) take only
- * umcg_task_hash_lock (the hook, at a worker's last schedule),
- * umcg_group.server_lock and wait queue locks, never a mutex; they find
- * their slot under RCU.  No user memory is touched (copy_{to,from}_user,
+ * umcg_group.hash_lock and umcg_group_hash_lock (the hook, at a worker's
+ * last schedule), umcg_group.server_lock and wait queue locks, never a
+ * mutex; they find their slot under RCU.  No user memory is touched (copy_{to,from}_user,
  * page faults) with a umcg lock held: the shared area is module memory.
  *
  * Memory.  What a process makes the module allocate is charged to its
  * memory cgroup (GFP_KERNEL_ACCOUNT) and follows use: open() allocates
  * the small struct umcg_group; binding (the first REGISTER or mmap)
- * allocates the shared area and the server list; registration allocates
- * slots UMCG_SLOTS_PER_CHUNK at a time.  One user may have at most
+ * allocates the shared area, the server list and the task hash;
+ * registration allocates slots UMCG_SLOTS_PER_CHUNK at a time.  One user may have at most
  * max_groups_per_user groups (group.c).
  *
  * Lifetimes.  A group (one per process) is referenced by its file, by
@@ -72,6 +73,11 @@
 #define UMCG_KMOD_MAX_TASKS	4096U
 #define UMCG_SLOTS_PER_CHUNK	64U
 #define UMCG_NR_CHUNKS		(UMCG_KMOD_MAX_TASKS / UMCG_SLOTS_PER_CHUNK)
+/*
+ * A group's task hash (task.c): 1024 buckets (8 KiB), at most 4 slots a
+ * bucket on average in a full group.
+ */
+#define UMCG_TASK_HASH_BITS	10
 static_assert(UMCG_KMOD_MAX_TASKS % UMCG_SLOTS_PER_CHUNK == 0);
 /* The event bitmap fills at most its one page. */
 static_assert(UMCG_KMOD_MAX_TASKS <= PAGE_SIZE * BITS_PER_BYTE);
@@ -111,7 +117,7 @@ static inline u32 umcg_state_of(u32 s)
 
 /**
  * struct umcg_slot - one registered thread of a group
- * @task_node:  in umcg_task_hash, keyed by @task (task.c)
+ * @task_node:  in the group's @task_hash, keyed by @task (task.c)
  * @task:       the thread (a reference), NULL if the slot is free
  * @pid:        its struct pid (a reference): tells a live thread from a
  *              dead one whose tid may have been reused
@@ -125,9 +131,9 @@ static inline u32 umcg_state_of(u32 s)
  * @in_wait:    the thread sleeps in a umcg wait (WAIT, SWITCH, the wait
  *              to be picked): the hook does not count it as a block.
  *              Written and read only by the thread itself
- * @gp_wait:    @task_node left umcg_task_hash at @gp: lock-free readers
+ * @gp_wait:    @task_node left the task hash at @gp: lock-free readers
  *              may still be on it until that grace period ends, so it is
- *              not hashed again before (task.c).  Under umcg_task_hash_lock
+ *              not hashed again before (task.c).  Under umcg_group.hash_lock
  * @resume_work: queued when a worker blocks, runs at its return to user
  * @preempt_work: queued by UMCG_IOC_PREEMPT
  * @work_bits:  UMCG_WORK_*: set while the matching work is queued; a slot
@@ -142,7 +148,7 @@ static inline u32 umcg_state_of(u32 s)
  * Slot i is the struct umcg_task at offset i * sizeof(struct umcg_task)
  * of the group's mapping.  Fields other than @work_bits, @in_wait,
  * @gp_wait and @gp change only under umcg_group.lock, while the slot is
- * in neither umcg_task_hash nor umcg_group.tids.  128 bytes on x86-64.
+ * in neither the task hash nor umcg_group.tids.  128 bytes on x86-64.
  */
 struct umcg_slot {
 	struct hlist_node	task_node;
@@ -173,9 +179,18 @@ struct umcg_user;
  *            workers waiting to be picked go on unmanaged
  * @lock:     serialises binding, registration and mmap of this group
  * @server_lock: guards @servers/@nr_servers for the lock-free pokers
+ * @hash_lock: guards @task_hash, @nr_hashed, @hash_node's membership and
+ *            the slots' @gp/@gp_wait (a raw spinlock: the hook takes it)
  * @node:     in umcg_groups once bound (under umcg_groups_lock)
  * @mm:       owner's mm (mmgrab()), NULL until bound; the key of umcg_groups
  * @tgid:     owner's thread group (a reference), NULL until bound
+ * @signal:   owner's signal_struct, NULL until bound: the key of
+ *            umcg_group_hash, only compared (the slots' task references
+ *            keep it from being freed while the group is in that hash)
+ * @hash_node: in umcg_group_hash (task.c) while @nr_hashed is not 0
+ * @task_hash: the registered slots whose thread may still schedule, by
+ *            task (1 << UMCG_TASK_HASH_BITS buckets); NULL until bound
+ * @nr_hashed: the slots in @task_hash
  * @user:     the opener's user, whose max_groups_per_user this counts in
  * @tasks:    the shared area (UMCG_KMOD_AREA_SIZE zeroed bytes of
  *            vmalloc memory, mapped into the owner): the slots'
@@ -195,9 +210,14 @@ struct umcg_group {
 	bool			dying;
 	struct mutex		lock;	/* see the kernel-doc above */
 	spinlock_t		server_lock;	/* ditto */
+	raw_spinlock_t		hash_lock;	/* ditto */
 	struct list_head	node;
 	struct mm_struct	*mm;
 	struct pid		*tgid;
+	struct signal_struct	*signal;
+	struct hlist_node	hash_node;
+	struct hlist_head	*task_hash;
+	unsigned int		nr_hashed;
 	struct umcg_user	*user;
 	struct umcg_task	*tasks;
 	unsigned long		*events;
@@ -248,7 +268,9 @@ int umcg_task_add(struct umcg_group *grp,
 int umcg_task_del(struct umcg_group *grp);
 void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot);
 void umcg_slot_unhash_task(struct umcg_slot *slot);
-struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk);
+struct umcg_slot *umcg_slot_of_task(struct task_struct *tsk,
+				    unsigned int *seen);
+struct umcg_slot *umcg_slot_of_current(struct umcg_group *grp);
 struct umcg_slot *umcg_slot_of_tid(struct umcg_group *grp, u32 tid);
 
 /*
@@ -264,6 +286,7 @@ void umcg_hook_put(void);
 bool umcg_hook_armed(void);
 u64 umcg_hook_calls(void);
 u64 umcg_hook_hits(void);
+u64 umcg_hook_entries(void);
 
 /* kmove.c: the moves the kernel makes on workers, events, pokes. */
 void umcg_worker_sleeping(struct umcg_slot *slot);

@@ -53,10 +53,10 @@ static struct umcg_slot *umcg_self_find(struct umcg_group *grp)
 	if (!umcg_group_owned(grp))
 		return ERR_PTR(READ_ONCE(grp->mm) ? -EPERM : -ENOENT);
 	rcu_read_lock();
-	slot = umcg_slot_of_task(current);
+	slot = umcg_slot_of_current(grp);
 	rcu_read_unlock();
 	/* Only current unregisters its own slot: it stays valid. */
-	if (!slot || slot->grp != grp)
+	if (!slot)
 		return ERR_PTR(-ENOENT);
 	return slot;
 }
