@@ -246,8 +246,9 @@ TABLE_METRICS = {
     "mariadb": ["tps", "p99_ms", "errors"],
     "apache": ["req_per_s", "p99_us", "errors"],
     "jvm": ["req_per_s", "p99_us", "errors", "available_processors"],
-    "scale": ["spawn_per_s", "kib_per_worker", "max_n"],
-    "nonuser": ["ns_per_roundtrip", "hook_calls_per_roundtrip"],
+    "scale": ["spawn_per_s", "join_per_s", "kib_per_worker", "max_n"],
+    "nonuser": ["ns_per_roundtrip", "ratio_to_unloaded", "hook_calls_per_roundtrip",
+                "hook_entries_per_roundtrip"],
 }
 
 
