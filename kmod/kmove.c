@@ -61,6 +61,7 @@
 #include <linux/bitops.h>
 #include <linux/freezer.h>
 #include <linux/pid.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/sched/jobctl.h>
 #include <linux/sched/signal.h>
@@ -97,16 +98,23 @@ void umcg_wake_slot(struct umcg_group *grp, unsigned int idx, int wake_flags)
  * Is server slot @idx of @grp's thread alive, not exiting?  A server that
  * exits registered keeps its slot until a later REGISTER reaps it; it must
  * not be poked (nobody would serve the event) nor handed off through.
- * grp->server_lock held (preemption off: an RCU-sched reader, and the slot's
- * struct pid is put only after a grace period).
+ * grp->server_lock held.  The slot's struct pid is put only after a grace
+ * period; pid_task() wants an RCU read-side section, which the spinlock's
+ * disabled preemption already is, but lockdep only knows rcu_read_lock().
  */
 static bool umcg_server_live(struct umcg_group *grp, unsigned int idx)
 {
 	struct umcg_slot *slot = umcg_slot_at(grp, idx);
-	struct pid *pid = slot ? READ_ONCE(slot->pid) : NULL;
-	struct task_struct *tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
+	struct task_struct *tsk;
+	struct pid *pid;
+	bool live;
 
-	return tsk && !(READ_ONCE(tsk->flags) & PF_EXITING);
+	rcu_read_lock();
+	pid = slot ? READ_ONCE(slot->pid) : NULL;
+	tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
+	live = tsk && !(READ_ONCE(tsk->flags) & PF_EXITING);
+	rcu_read_unlock();
+	return live;
 }
 
 /*
@@ -168,22 +176,30 @@ static void umcg_event(struct umcg_slot *slot)
 
 /*
  * Is slot @idx of @grp a live registered worker whose word reads
- * RUNNABLE?  Under RCU(-sched): the slot's task is reached through its
- * struct pid, which task.c puts only after a grace period.
+ * RUNNABLE?  The slot's task is reached through its struct pid, which
+ * task.c puts only after a grace period (the read-side section is for
+ * lockdep's sake, as in umcg_server_live(): callers run with preemption
+ * off).
  */
 static bool umcg_slot_stageable(struct umcg_group *grp, u32 idx)
 {
 	struct umcg_slot *slot = umcg_slot_at(grp, idx);
 	/* Pairs with umcg_task_add()'s release: its pid, flags, word. */
 	struct task_struct *owner = slot ? smp_load_acquire(&slot->task) : NULL;
-	struct pid *pid = slot ? READ_ONCE(slot->pid) : NULL;
-	struct task_struct *tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
+	struct task_struct *tsk;
+	struct pid *pid;
+	bool ok;
 
-	return tsk && tsk == owner &&
-	       READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER &&
-	       !(tsk->flags & PF_EXITING) &&
-	       umcg_state_of(READ_ONCE(grp->tasks[idx].state)) ==
-	       UMCG_TASK_RUNNABLE;
+	rcu_read_lock();
+	pid = slot ? READ_ONCE(slot->pid) : NULL;
+	tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
+	ok = tsk && tsk == owner &&
+	     READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER &&
+	     !(tsk->flags & PF_EXITING) &&
+	     umcg_state_of(READ_ONCE(grp->tasks[idx].state)) ==
+	     UMCG_TASK_RUNNABLE;
+	rcu_read_unlock();
+	return ok;
 }
 
 /*
