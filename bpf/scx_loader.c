@@ -443,3 +443,19 @@ int umcg_scx_obj_fd(const struct umcg_scx *s, const char *name)
 	}
 	return -ENOENT;
 }
+
+int umcg_scx_read_slot_hwm(const struct umcg_scx *s, __u32 *hwm)
+{
+#ifdef UMCG_HAVE_SCX_ENFORCE
+	if (!s || !s->skel->bss)
+		return -ENOENT;
+	/* The low 32 bits of the word are the bound, whatever its width. */
+	*hwm = (__u32)__atomic_load_n(&s->skel->bss->enf_slot_hwm,
+				      __ATOMIC_RELAXED);
+	return 0;
+#else
+	(void)s;
+	(void)hwm;
+	return -ENOENT;
+#endif
+}

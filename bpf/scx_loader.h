@@ -159,4 +159,12 @@ int umcg_scx_read_task_stats(const struct umcg_scx *s, pid_t tid,
  */
 int umcg_scx_obj_fd(const struct umcg_scx *s, const char *name);
 
+/*
+ * The enforcer's bound of its searches by tid over slots (enf_slot_hwm in
+ * bpf/umcg_enforce.bpf.h): one past the highest slot that may be in use,
+ * into @hwm.  For tests and diagnostics.  -ENOENT: a scheduler built
+ * without UMCG_SCX_ENFORCE, or an instance not loaded.
+ */
+int umcg_scx_read_slot_hwm(const struct umcg_scx *s, __u32 *hwm);
+
 #endif /* UMCG_SCX_LOADER_H */

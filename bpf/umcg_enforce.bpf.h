@@ -331,22 +331,92 @@ struct {
 __u32 enf_stopped;
 
 /*
- * Slots in use since load: one past the highest slot ever claimed, so
- * that the searches by tid (register, pick, poke) cost the slots a load
- * has used, not UMCG_SCX_MAX_TASKS.  Only grows: enf_slot_get() raises
- * it with compare-and-swap before register returns, so a search for a
- * tid that another thread learnt from a register that returned covers
- * its slot.  Slots are claimed lowest free first, so it stays near the
- * peak number of registered threads.
+ * The bound of the searches by tid over slots (register, pick, poke), so
+ * that they cost the slots in use, not UMCG_SCX_MAX_TASKS: one word, its
+ * low 32 bits the bound ("hwm", at most UMCG_SCX_MAX_TASKS), its high 32
+ * bits a generation that every raise bumps.
+ *
+ * Invariant: a search for a tid that another thread learnt from a
+ * register that returned covers that tid's slot while the registration
+ * lasts.  Slots are claimed lowest free first (enf_slot_get()), so hwm
+ * stays near the number of threads registered.
+ *
+ * Who changes it:
+ *  - a register, after claiming slot i (CAS of its tid from 0: R1), raises
+ *    hwm to at least i + 1 and bumps the generation, with a CAS (R2),
+ *    before it returns; always, even when hwm is above i already;
+ *  - whoever frees a slot (unregister, enf_drop(), a register giving its
+ *    slot back), after storing its tid 0 (F1), lowers hwm past every free
+ *    slot at the top (enf_slot_shrink()): it reads the word with an
+ *    atomic fetch-or of 0 (F2), reads the slots below its hwm downwards
+ *    (F3) and stores the lower hwm with the generation it read, with a CAS
+ *    from the word it read (F4); retried from F2 when that fails.
+ * Any number of each may run at once, on any CPU, in hooks and commands;
+ * the searches only READ_ONCE() the word.  The BPF atomics that return a
+ * value (CAS, fetch-or) are full barriers, which is what the reasoning
+ * below needs (the atomics without a result are not).
+ *
+ * A shrinker that lowers hwm to n <= i while slot i is claimed would break
+ * the invariant.  Its F4 succeeded, so the word did not change between
+ * its F2 and F4, and a register of slot i did its R2 either
+ *  - before F2: then R1 is before F2 too, and F3 comes after F2 (barriers
+ *    at R2 and F2), so F3 sees slot i claimed and stops above it;
+ *  - after F4: R2 reads a word at or after F4 and raises hwm past i;
+ *  - between F2 and F4: it changed the word (the generation) and F4
+ *    fails; a generation cannot come round again within one shrink.
+ * Shrinkers only lower hwm within a generation, so none of them brings
+ * back a word that another one read.  Two slots freed at once, the top
+ * one and one below it, do not leave hwm above the lower one: each freer
+ * does F1, a barrier (F2), then F3; of the two, at least one sees the
+ * other's F1 and lowers hwm past both.
  */
-__u32 enf_slot_hwm;
+__u64 enf_slot_hwm;
+
+#define ENF_HWM(word)	((u32)(word))
+#define ENF_HWM_GEN	(1ULL << 32)
 
 /* The bound of a search over claimed slots. */
 static __always_inline int enf_slots_used(void)
 {
-	u32 n = READ_ONCE(enf_slot_hwm);
+	u32 n = ENF_HWM(READ_ONCE(enf_slot_hwm));
 
 	return n < UMCG_SCX_MAX_TASKS ? (int)n : UMCG_SCX_MAX_TASKS;
+}
+
+/*
+ * Lower hwm past every free slot at the top, after a slot was freed (its
+ * tid stored 0): F2 to F4 of enf_slot_hwm.  Each failed CAS saw another
+ * raise or shrink; after UMCG_SCX_MAX_TASKS of them hwm stays where it
+ * is, which only costs the searches time.  Not inlined: it is called from
+ * enf_drop(), which every hook inlines.
+ */
+static __attribute__((noinline)) int enf_slot_shrink(void)
+{
+	u64 old, new;
+	u32 top, n;
+	int k, i;
+
+	bpf_for(k, 0, UMCG_SCX_MAX_TASKS) {
+		old = __sync_fetch_and_or(&enf_slot_hwm, 0);
+		top = ENF_HWM(old);
+		if (top > UMCG_SCX_MAX_TASKS)
+			top = UMCG_SCX_MAX_TASKS;
+		n = top;
+		bpf_for(i, 0, top) {
+			u32 idx = top - 1 - i;
+			struct enf_slot *s = bpf_map_lookup_elem(&slots, &idx);
+
+			if (!s || READ_ONCE(s->tid))
+				break;
+			n = idx;
+		}
+		if (n >= ENF_HWM(old))
+			return 0;
+		new = (old & ~(ENF_HWM_GEN - 1)) | n;
+		if (__sync_val_compare_and_swap(&enf_slot_hwm, old, new) == old)
+			return 0;
+	}
+	return 0;
 }
 
 static __always_inline void enf_stat(u32 idx)
@@ -639,6 +709,7 @@ static __always_inline void enf_drop(struct task_struct *p, struct enf_task *t)
 	WRITE_ONCE(s->pick_cpu, 0);
 	WRITE_ONCE(s->state, UMCG_TASK_NEW);
 	WRITE_ONCE(s->tid, 0);
+	enf_slot_shrink();
 }
 
 /*
@@ -1393,18 +1464,27 @@ static __always_inline s32 enf_slot_get(u32 tid)
 	bpf_for(i, 0, UMCG_SCX_MAX_TASKS) {
 		s = bpf_map_lookup_elem(&slots, &i);
 		if (s && __sync_val_compare_and_swap(&s->tid, 0, tid) == 0) {
-			u32 old;
+			u64 old, new;
 			int k;
 
-			/* Each failed CAS saw it grow: at most MAX_TASKS. */
+			/*
+			 * R2 of enf_slot_hwm: a CAS even when hwm covers slot
+			 * @i already, for the generation.  Each failed CAS saw
+			 * another raise or shrink; a register that loses
+			 * UMCG_SCX_MAX_TASKS of them gives the slot back.
+			 */
 			bpf_for(k, 0, UMCG_SCX_MAX_TASKS) {
 				old = READ_ONCE(enf_slot_hwm);
-				if (old > (u32)i ||
-				    __sync_val_compare_and_swap(&enf_slot_hwm, old,
-								(u32)i + 1) == old)
-					break;
+				new = (old & ~(ENF_HWM_GEN - 1)) + ENF_HWM_GEN;
+				new |= ENF_HWM(old) > (u32)i ? ENF_HWM(old) :
+							       (u32)i + 1;
+				if (__sync_val_compare_and_swap(&enf_slot_hwm,
+								old, new) == old)
+					return i;
 			}
-			return i;
+			WRITE_ONCE(s->tid, 0);
+			enf_slot_shrink();
+			return -EAGAIN;
 		}
 	}
 	return -ENOSPC;
@@ -1762,6 +1842,7 @@ int umcg_unregister(struct umcg_scx_unregister_args *args)
 	WRITE_ONCE(s->state, UMCG_TASK_NEW);
 	/* Last: the slot may be claimed again from here. */
 	WRITE_ONCE(s->tid, 0);
+	enf_slot_shrink();
 	enf_stat(UMCG_SCX_ENF_UNREGISTER);
 	return 0;
 }

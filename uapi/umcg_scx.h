@@ -137,7 +137,9 @@ struct umcg_scx_shared {
  * a server with a server_tid, a worker with a cpu, a cpu out of range or
  * outside the caller's affinity; -ESRCH server_tid is no registered server
  * of the caller's process (in the caller's PID namespace); -EBUSY the caller is registered; -ENOSPC no slot
- * or group left; -ENOMEM no task storage.  UMCG_SCX_REGISTER_SLICE or
+ * or group left; -ENOMEM no task storage; -EAGAIN the slot table changed
+ * under every one of UMCG_SCX_MAX_TASKS tries to claim a slot (retry).
+ * UMCG_SCX_REGISTER_SLICE or
  * UMCG_SCX_REGISTER_IN_LIB with a server, a @slice_ns out of range, @slice_ns
  * without UMCG_SCX_REGISTER_SLICE, @in_lib without either flag, and
  * UMCG_SCX_REGISTER_IN_LIB with no @in_lib are -EINVAL.

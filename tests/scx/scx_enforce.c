@@ -13,7 +13,9 @@
  * UMCG_TF_PREEMPT published, held until picked; with its in_lib word set
  * it runs on, asked to yield; beside a fair-class spinner on its CPU it
  * keeps running, for twice the watchdog's timeout, without an ejection.
- * A thread that never registers keeps its policy and runs.  Skips on kernels without sched_ext and when
+ * A thread that never registers keeps its policy and runs.  After a burst
+ * of 2,000 workers that unregister or exit, the bound of the searches by
+ * tid (enf_slot_hwm) is back to one past the highest slot in use.  Skips on kernels without sched_ext and when
  * the scheduler cannot be loaded.
  *
  * Needs the machine's sched_ext to itself and at least 2 CPUs.
@@ -948,6 +950,187 @@ TEST_F_TIMEOUT(enf, unregistered_keeps_its_scheduling, 60)
 	for (int i = 0; i < UMCG_SCX_MAX_TASKS; i++)
 		ASSERT_NE((__u32)getpid(), self->c.sh->task[i].server_tid);
 	ASSERT_FALSE(umcg_scx_exited(self->s));
+}
+
+/*
+ * A burst of registrations raises the bound of the searches by tid
+ * (enf_slot_hwm); once the top slots are free again it comes back down to
+ * one past the highest slot still in use, through both frees: unregister,
+ * and the exit of a thread still registered (enf_drop()).
+ */
+#define BURST_WORKERS	2000
+#define BURST_KEEP	8
+
+struct burst {
+	int			reg_fd;
+	int			unreg_fd;
+	pid_t			server_tid;
+	pthread_mutex_t		lock;
+	pthread_cond_t		cond;
+	int			phase;		/* 1: leave, 2: kept ones leave */
+	atomic_int		registered;
+	atomic_int		unreg_err;
+};
+
+struct burst_w {
+	struct burst			*b;
+	pthread_t			t;
+	bool				keep;	/* registered until phase 2 */
+	bool				unreg;	/* unregisters, else exits registered */
+	int				ret;
+	struct umcg_scx_register_args	a;
+};
+
+static void burst_wait(struct burst *b, int phase)
+{
+	pthread_mutex_lock(&b->lock);
+	while (b->phase < phase)
+		pthread_cond_wait(&b->cond, &b->lock);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void burst_phase(struct burst *b, int phase)
+{
+	pthread_mutex_lock(&b->lock);
+	b->phase = phase;
+	pthread_cond_broadcast(&b->cond);
+	pthread_mutex_unlock(&b->lock);
+}
+
+static void *burst_fn(void *arg)
+{
+	struct burst_w *w = arg;
+	struct burst *b = w->b;
+	struct umcg_scx_unregister_args u = { 0 };
+
+	w->a.flags = UMCG_REGISTER_WORKER;
+	w->a.server_tid = b->server_tid;
+	/* SCHED_OTHER: no hook holds it while it waits. */
+	w->ret = scx_run_prog(b->reg_fd, &w->a, sizeof(w->a));
+	atomic_fetch_add(&b->registered, 1);
+	if (w->ret)
+		return NULL;
+	burst_wait(b, 1);
+	if (w->keep)
+		burst_wait(b, 2);
+	if ((w->unreg || w->keep) &&
+	    scx_run_prog(b->unreg_fd, &u, sizeof(u)))
+		atomic_fetch_add(&b->unreg_err, 1);
+	return NULL;
+}
+
+static int cmp_int(const void *x, const void *y)
+{
+	return *(const int *)x - *(const int *)y;
+}
+
+/* hwm once it is at most @want, or the last value read after WAIT_MS. */
+static __u32 hwm_falls_to(struct umcg_scx *s, __u32 want)
+{
+	long long t0 = scx_now_ns();
+	__u32 hwm = ~0u;
+
+	while (!umcg_scx_read_slot_hwm(s, &hwm) && hwm > want &&
+	       scx_now_ns() - t0 < WAIT_MS * 1000000LL)
+		usleep(2000);
+	return hwm;
+}
+
+TEST_F_TIMEOUT(enf, slot_hwm_shrinks, 240)
+{
+	struct umcg_scx_register_args sa = { .flags = UMCG_REGISTER_SERVER };
+	struct umcg_scx_register_args la = { .flags = UMCG_REGISTER_WORKER };
+	struct umcg_scx_unregister_args u = { 0 };
+	struct burst b = { .reg_fd = self->c.reg_fd };
+	struct burst_w *w;
+	pthread_attr_t attr;
+	int *slots, n = 0, keep_max, want, ls;
+	__u32 hwm0, hwm;
+
+	b.unreg_fd = umcg_scx_obj_fd(self->s, "umcg_unregister");
+	ASSERT_LE(0, b.unreg_fd);
+	ASSERT_EQ(0, umcg_scx_read_slot_hwm(self->s, &hwm0));
+	/* This thread is the workers' server (it stays SCHED_OTHER). */
+	ASSERT_EQ(0, scx_run_prog(self->c.reg_fd, &sa, sizeof(sa)));
+	b.server_tid = scx_gettid();
+	pthread_mutex_init(&b.lock, NULL);
+	pthread_cond_init(&b.cond, NULL);
+	w = calloc(BURST_WORKERS, sizeof(*w));
+	slots = calloc(BURST_WORKERS, sizeof(*slots));
+	ASSERT_TRUE(w && slots);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	for (int i = 0; i < BURST_WORKERS; i++) {
+		w[i].b = &b;
+		w[i].unreg = i % 2;
+		ASSERT_EQ(0, pthread_create(&w[i].t, &attr, burst_fn, &w[i]))
+			TH_LOG("thread %d", i);
+	}
+	while (atomic_load(&b.registered) < BURST_WORKERS)
+		usleep(10000);
+	for (int i = 0; i < BURST_WORKERS; i++) {
+		ASSERT_EQ(0, w[i].ret) TH_LOG("worker %d", i);
+		slots[n++] = w[i].a.slot;
+	}
+	qsort(slots, n, sizeof(*slots), cmp_int);
+	keep_max = slots[BURST_KEEP - 1];
+	for (int i = 0; i < BURST_WORKERS; i++)
+		w[i].keep = (int)w[i].a.slot <= keep_max;
+	ASSERT_EQ(0, umcg_scx_read_slot_hwm(self->s, &hwm));
+	TH_LOG("hwm: %u at load, %u with %d threads registered (slots %d..%d)",
+	       hwm0, hwm, BURST_WORKERS + 1, slots[0], slots[n - 1]);
+	/* The burst raised it: the test means something. */
+	ASSERT_LT(slots[n - 1], (int)hwm);
+
+	/* Half unregister, half exit registered; BURST_KEEP stay. */
+	burst_phase(&b, 1);
+	for (int i = 0; i < BURST_WORKERS; i++)
+		if (!w[i].keep)
+			pthread_join(w[i].t, NULL);
+	/* The lowest slots: the server's and the kept workers'. */
+	want = 0;
+	for (int i = 0; i < BURST_WORKERS; i++)
+		if (w[i].keep && (int)w[i].a.slot + 1 > want)
+			want = w[i].a.slot + 1;
+	hwm = hwm_falls_to(self->s, want);
+	TH_LOG("hwm: %u with %d registered, want %d", hwm, BURST_KEEP + 1,
+	       want);
+	ASSERT_EQ((__u32)want, hwm);
+	ASSERT_EQ(0, atomic_load(&b.unreg_err));
+
+	/* A register after the shrink raises it again, past its slot. */
+	la.server_tid = b.server_tid;
+	{
+		struct burst_w late = { .b = &b, .keep = true };
+
+		late.a = la;
+		atomic_store(&b.registered, 0);
+		ASSERT_EQ(0, pthread_create(&late.t, &attr, burst_fn, &late));
+		while (!atomic_load(&b.registered))
+			usleep(1000);
+		ASSERT_EQ(0, late.ret);
+		ls = late.a.slot;
+		ASSERT_EQ(0, umcg_scx_read_slot_hwm(self->s, &hwm));
+		TH_LOG("late register: slot %d, hwm %u", ls, hwm);
+		ASSERT_LT(ls, (int)hwm);
+		ASSERT_GE(want + 1, (int)hwm);
+
+		/* The rest leave; then the server: nothing is left. */
+		burst_phase(&b, 2);
+		pthread_join(late.t, NULL);
+	}
+	for (int i = 0; i < BURST_WORKERS; i++)
+		if (w[i].keep)
+			pthread_join(w[i].t, NULL);
+	ASSERT_EQ(0, atomic_load(&b.unreg_err));
+	ASSERT_EQ(0, scx_run_prog(b.unreg_fd, &u, sizeof(u)));
+	hwm = hwm_falls_to(self->s, 0);
+	TH_LOG("hwm: %u with none registered", hwm);
+	ASSERT_EQ(0, hwm);
+	ASSERT_FALSE(umcg_scx_exited(self->s));
+	pthread_attr_destroy(&attr);
+	free(slots);
+	free(w);
 }
 
 TEST_HARNESS_MAIN
