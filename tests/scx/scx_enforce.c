@@ -958,7 +958,7 @@ TEST_F_TIMEOUT(enf, unregistered_keeps_its_scheduling, 60)
  * one past the highest slot still in use, through both frees: unregister,
  * and the exit of a thread still registered (enf_drop()).
  */
-#define BURST_WORKERS	2000
+#define BURST_WORKERS	500
 #define BURST_KEEP	8
 
 struct burst {
