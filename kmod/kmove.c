@@ -95,26 +95,35 @@ void umcg_wake_slot(struct umcg_group *grp, unsigned int idx, int wake_flags)
 }
 
 /*
- * Is server slot @idx of @grp's thread alive, not exiting?  A server that
- * exits registered keeps its slot until a later REGISTER reaps it; it must
- * not be poked (nobody would serve the event) nor handed off through.
- * grp->server_lock held.  The slot's struct pid is put only after a grace
- * period; pid_task() wants an RCU read-side section, which the spinlock's
- * disabled preemption already is, but lockdep only knows rcu_read_lock().
+ * Is @slot's thread alive and not exiting (and, if @owner, that task)?
+ * The slot's struct pid is put only after a grace period (task.c).
+ * Callers run with preemption off, which is already an RCU read-side
+ * section, but pid_task()'s lockdep check only knows rcu_read_lock().
  */
-static bool umcg_server_live(struct umcg_group *grp, unsigned int idx)
+static bool umcg_slot_alive(struct umcg_slot *slot, struct task_struct *owner)
 {
-	struct umcg_slot *slot = umcg_slot_at(grp, idx);
 	struct task_struct *tsk;
 	struct pid *pid;
-	bool live;
+	bool alive;
 
 	rcu_read_lock();
 	pid = slot ? READ_ONCE(slot->pid) : NULL;
 	tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
-	live = tsk && !(READ_ONCE(tsk->flags) & PF_EXITING);
+	alive = tsk && (!owner || tsk == owner) &&
+		!(READ_ONCE(tsk->flags) & PF_EXITING);
 	rcu_read_unlock();
-	return live;
+	return alive;
+}
+
+/*
+ * Is server slot @idx of @grp's thread alive, not exiting?  A server that
+ * exits registered keeps its slot until a later REGISTER reaps it; it must
+ * not be poked (nobody would serve the event) nor handed off through.
+ * grp->server_lock held.
+ */
+static bool umcg_server_live(struct umcg_group *grp, unsigned int idx)
+{
+	return umcg_slot_alive(umcg_slot_at(grp, idx), NULL);
 }
 
 /*
@@ -176,30 +185,18 @@ static void umcg_event(struct umcg_slot *slot)
 
 /*
  * Is slot @idx of @grp a live registered worker whose word reads
- * RUNNABLE?  The slot's task is reached through its struct pid, which
- * task.c puts only after a grace period (the read-side section is for
- * lockdep's sake, as in umcg_server_live(): callers run with preemption
- * off).
+ * RUNNABLE?  Preemption off (umcg_slot_alive()).
  */
 static bool umcg_slot_stageable(struct umcg_group *grp, u32 idx)
 {
 	struct umcg_slot *slot = umcg_slot_at(grp, idx);
 	/* Pairs with umcg_task_add()'s release: its pid, flags, word. */
 	struct task_struct *owner = slot ? smp_load_acquire(&slot->task) : NULL;
-	struct task_struct *tsk;
-	struct pid *pid;
-	bool ok;
 
-	rcu_read_lock();
-	pid = slot ? READ_ONCE(slot->pid) : NULL;
-	tsk = pid ? pid_task(pid, PIDTYPE_PID) : NULL;
-	ok = tsk && tsk == owner &&
-	     READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER &&
-	     !(tsk->flags & PF_EXITING) &&
-	     umcg_state_of(READ_ONCE(grp->tasks[idx].state)) ==
-	     UMCG_TASK_RUNNABLE;
-	rcu_read_unlock();
-	return ok;
+	return owner && umcg_slot_alive(slot, owner) &&
+	       READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER &&
+	       umcg_state_of(READ_ONCE(grp->tasks[idx].state)) ==
+	       UMCG_TASK_RUNNABLE;
 }
 
 /*

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <libgen.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,4 +258,19 @@ size_t umcg_test_read_all(int fd, char *buf, size_t len)
 	}
 	buf[n] = '\0';
 	return n;
+}
+
+int umcg_test_drop_to(uid_t uid, gid_t gid)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+		return -errno;
+	if (syscall(SYS_capget, &h, d))
+		return -errno;
+	/* setresuid() away from root clears the permitted and effective sets. */
+	if (d[0].effective || d[1].effective || d[0].permitted || d[1].permitted)
+		return -EPERM;
+	return 0;
 }

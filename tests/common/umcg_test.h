@@ -94,4 +94,10 @@ size_t umcg_test_read_all(int fd, char *buf, size_t len);
 /* The first line of file @path, without its newline, in @buf: 0 or -errno. */
 int umcg_test_read_line(const char *path, char *buf, size_t len);
 
+/*
+ * Become @uid/@gid for good: no supplementary groups, no capabilities
+ * left.  0 or -errno (-EPERM if a capability survived).
+ */
+int umcg_test_drop_to(uid_t uid, gid_t gid);
+
 #endif /* UMCG_TEST_H */

@@ -67,21 +67,6 @@
 #define PN_OUT_LEN	65536
 #define PN_SERVER_CPU	0
 
-/* Become @uid/@gid for good, no supplementary groups, no capabilities. */
-static int pn_drop(uid_t uid, gid_t gid)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2];
-
-	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
-		return -errno;
-	if (syscall(SYS_capget, &h, d))
-		return -errno;
-	if (d[0].effective || d[1].effective || d[0].permitted || d[1].permitted)
-		return -EPERM;
-	return 0;
-}
-
 /*
  * In a child of the test: what "unshare --pid --fork [--mount-proc]"
  * does.  Returns in the new namespace's pid 1 (0), or -errno; the
@@ -138,7 +123,7 @@ static int pn_run(bool mount_proc, int (*fn)(void *), void *arg,
 			fprintf(stderr, "entering the namespace: %s\n", strerror(-ret));
 			_exit(126);
 		}
-		ret = pn_drop(PN_UID, PN_GID);
+		ret = umcg_test_drop_to(PN_UID, PN_GID);
 		if (ret) {
 			fprintf(stderr, "dropping to nobody: %s\n", strerror(-ret));
 			_exit(126);
@@ -260,17 +245,27 @@ FIXTURE_VARIANT_ADD(prog, c5_park) { .name = "scx_contract_c5_park" };
 FIXTURE_VARIANT_ADD(prog, c7_faults) { .name = "scx_contract_c7_faults" };
 FIXTURE_VARIANT_ADD(prog, switch_cpu) { .name = "scx_backend_switch_cpu" };
 
-FIXTURE_SETUP(prog)
+/*
+ * Both fixtures' setup: the scheduler loaded for every user (*@got: we
+ * must put it back), or SKIP where it cannot be.  False on a skip.
+ */
+static bool pn_setup(struct __test_metadata *_metadata, struct pn_sched *s, bool *got)
 {
 	const char *why;
 	int err;
 
-	self->got = false;
-	why = pn_sched_get(&self->s, &err);
+	*got = false;
+	why = pn_sched_get(s, &err);
 	if (why && !err)
-		SKIP(return, "%s", why);
-	ASSERT_EQ(NULL, why) TH_LOG("%s", self->s.out);
-	self->got = true;
+		SKIP(return false, "%s", why);
+	ASSERT_EQ(NULL, why) TH_LOG("%s", s->out);
+	*got = true;
+	return true;
+}
+
+FIXTURE_SETUP(prog)
+{
+	pn_setup(_metadata, &self->s, &self->got);
 }
 
 FIXTURE_TEARDOWN(prog)
@@ -546,15 +541,8 @@ FIXTURE(raw) {
 
 FIXTURE_SETUP(raw)
 {
-	const char *why;
-	int err;
-
-	self->got = false;
-	why = pn_sched_get(&self->s, &err);
-	if (why && !err)
-		SKIP(return, "%s", why);
-	ASSERT_EQ(NULL, why) TH_LOG("%s", self->s.out);
-	self->got = true;
+	if (!pn_setup(_metadata, &self->s, &self->got))
+		return;
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP(return, "needs 2 CPUs");
 }

@@ -104,22 +104,6 @@ static int ux_ctl(char *out, size_t len, const char *args)
 	return umcg_test_umcgctl_as((uid_t)-1, (gid_t)-1, out, len, args);
 }
 
-/* Become @uid/@gid for good, no supplementary groups, no capabilities. */
-static int ux_drop(uid_t uid, gid_t gid)
-{
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2];
-
-	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
-		return -errno;
-	if (syscall(SYS_capget, &h, d))
-		return -errno;
-	/* setresuid() away from root clears the permitted and effective sets. */
-	if (d[0].effective || d[1].effective || d[0].permitted || d[1].permitted)
-		return -EPERM;
-	return 0;
-}
-
 static void *ux_worker(void *arg)
 {
 	static const enum umcg_test_churn_op ops[] = {
@@ -332,7 +316,7 @@ static int ux_child(uid_t uid, gid_t gid, bool expect_ok, const struct ux_work *
 	struct umcg_config cfg = { .size = sizeof(cfg), .nr_cores = 1 };
 	int ret;
 
-	ret = ux_drop(uid, gid);
+	ret = umcg_test_drop_to(uid, gid);
 	if (ret) {
 		printf("# child: cannot drop to %d/%d: %s\n", (int)uid, (int)gid,
 		       strerror(-ret));
