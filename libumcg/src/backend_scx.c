@@ -235,6 +235,14 @@ struct scx_group {
 
 /* The calling thread's slot, -1 when it is not registered. */
 static __thread int scx_self_slot = -1;
+/*
+ * Where the thread we are about to wake is to run, for the scheduler to
+ * read as we wake it (uapi/umcg_scx.h, struct umcg_scx_wake_hint); only
+ * this thread writes it, and only in scx_wake().  scx_self_hinted: the
+ * scheduler knows its address (registered with UMCG_SCX_REGISTER_WAKE_HINT).
+ */
+static __thread struct umcg_scx_wake_hint scx_self_hint;
+static __thread bool scx_self_hinted;
 
 /*
  * A worker's slot + 1 (0: none), for its wakers, kept in the reserved
@@ -835,6 +843,7 @@ static void scx_table_leave(struct umcg_thread *t, int slot)
 	pthread_mutex_unlock(&scx.lock);
 	scx_set_slot(t, -1);
 	scx_self_slot = -1;
+	scx_self_hinted = false;
 	scx_run(SCX_PROG_UNREGISTER, &a, sizeof(a));
 	if (put)
 		umcg_ref_put(t);
@@ -865,6 +874,8 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	 */
 	a.flags |= UMCG_SCX_REGISTER_IN_LIB;
 	a.in_lib = (uint64_t)(uintptr_t)&t->in_lib;
+	a.flags |= UMCG_SCX_REGISTER_WAKE_HINT;
+	a.wake_hint = (uint64_t)(uintptr_t)&scx_self_hint;
 	if (g->time_slice_ns) {
 		a.flags |= UMCG_SCX_REGISTER_SLICE;
 		a.slice_ns = g->time_slice_ns;
@@ -923,6 +934,7 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	if (old_core >= 0 && (unsigned int)old_core < g->nr_cores)
 		scx_server_wake(&g->cores[old_core]);
 	scx_self_slot = (int)slot;
+	scx_self_hinted = true;
 	scx_set_slot(t, (int)slot);
 	ret = scx_set_ext(0, true);
 	if (ret) {
@@ -968,8 +980,9 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 	struct scx_group *sg = g->backend_priv;
 	struct scx_server *srv = &sg->servers[c->idx];
 	struct umcg_scx_register_args a = {
-		.flags = UMCG_REGISTER_SERVER,
+		.flags = UMCG_REGISTER_SERVER | UMCG_SCX_REGISTER_WAKE_HINT,
 		.cpu = (uint32_t)c->cpu,
+		.wake_hint = (uint64_t)(uintptr_t)&scx_self_hint,
 	};
 	int ret;
 
@@ -990,6 +1003,7 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 			"(CPU %d): %s\n", c->idx, c->cpu, strerror(-ret));
 	} else {
 		srv->doorbell = a.flags & UMCG_SCX_REGISTER_DOORBELL;
+		scx_self_hinted = true;
 		atomic_store(&srv->tid, gettid());
 	}
 	atomic_store(&srv->started, true);
@@ -1008,6 +1022,7 @@ static void scx_server_leave(struct umcg_core *c)
 	if (atomic_load(&srv->tid) != gettid())
 		return;
 	atomic_store(&srv->tid, 0);
+	scx_self_hinted = false;
 	scx_set_ext(0, false);
 	scx_run(SCX_PROG_UNREGISTER, &a, sizeof(a));
 }
@@ -1111,15 +1126,49 @@ static void scx_wake_prepare(struct umcg_thread *t)
 	atomic_store(&scx.wake_seq[slot], seq << 1 | !!atomic_load(&scx.in_wait[slot]));
 }
 
+/*
+ * Did the scheduler let worker @slot run, as of the wake-up we just gave
+ * it?  Its slot reads RUNNING: our hint placed it (the wake-up published
+ * that before futex_wake() returned), or it never fell asleep, or it woke
+ * in libumcg and runs on.  A umcg_pick has nothing left to do then (it
+ * moves only what is held or asleep).
+ */
+static bool scx_woken_running(int slot)
+{
+	struct scx_snap sn;
+
+	return scx_snapshot(slot, &sn) &&
+	       (sn.word & UMCG_TASK_STATE_MASK) == UMCG_TASK_RUNNING;
+}
+
 /* All waiters: a plain thread in umcg_join() may sleep on the word too. */
 static void scx_wake(struct umcg_thread *t)
 {
 	struct umcg_group *g = t->group;
 	int core = atomic_load(&t->core);
 	int slot = scx_slot_of(t);
-	uint64_t ws;
+	bool hint = false;
+	uint64_t ws = 0;
 
+	if (!atomic_load(&scx.gone) && core >= 0 && g && slot >= 0 &&
+	    slot < UMCG_SCX_MAX_TASKS) {
+		ws = atomic_load(&scx.wake_seq[slot]);
+		/* Asleep in scx_wait() at that seq: the wake-up places it. */
+		hint = scx_self_hinted && (ws & 1);
+		if (hint) {
+			scx_self_hint.cpu = (uint32_t)g->cores[core].cpu;
+			scx_self_hint.seq = (uint32_t)(ws >> 1);
+			atomic_store_explicit((_Atomic uint32_t *)&scx_self_hint.slot,
+					      (uint32_t)slot + 1, memory_order_release);
+		}
+	}
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+	if (hint) {
+		atomic_store_explicit((_Atomic uint32_t *)&scx_self_hint.slot, 0,
+				      memory_order_relaxed);
+		if (scx_woken_running(slot))
+			return;
+	}
 	if (atomic_load(&scx.gone) || core < 0 || !g || slot < 0 ||
 	    slot >= UMCG_SCX_MAX_TASKS)
 		return;
@@ -1134,7 +1183,6 @@ static void scx_wake(struct umcg_thread *t)
 	 * was published): that hold only.  Whatever it did since it ran on
 	 * is not ours to end (-ESTALE).
 	 */
-	ws = atomic_load(&scx.wake_seq[slot]);
 	scx_pick_allowed(t, slot, g->cores[core].cpu, ws & 1, ws >> 1);
 }
 
