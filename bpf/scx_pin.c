@@ -33,6 +33,7 @@ const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
 #ifdef UMCG_HAVE_SCX_ENFORCE
 	{ UMCG_SCX_PIN_SHARED,		UMCG_SCX_PIN_USE_RW, NULL },
 	{ UMCG_SCX_PIN_WAKE,		UMCG_SCX_PIN_USE_RW, NULL },
+	{ UMCG_SCX_PIN_ENF_STATS,	UMCG_SCX_PIN_PUBLIC, NULL },
 	/*
 	 * Pinned for its user reference only: the kernel frees the timers of
 	 * a map that no process holds and no pin holds ("maps with timers

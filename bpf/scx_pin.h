@@ -10,7 +10,8 @@
  *                     kind    root   group GROUP   users
  *   link              -       0600   0600          0600
  *   stats, task_stats,
- *   exit_info         PUBLIC  0444   0444          0444
+ *   exit_info,
+ *   enf_stats         PUBLIC  0444   0444          0444
  *   ctl, enf_timer    ROOT    0600   0600          0600
  *   umcg_register, umcg_pick,
  *   umcg_unregister,
@@ -21,6 +22,8 @@
  *               stays registered; BPF_LINK_DETACH on it unregisters it.
  *               Whoever can open it can unload the scheduler, so root only.
  *   stats       PERCPU_ARRAY, struct umcg_scx_stats per CPU
+ *   enf_stats   PERCPU_ARRAY, struct umcg_scx_enf_stats per CPU: the
+ *               enforcer's counters, only with UMCG_SCX_ENFORCE
  *   task_stats  TASK_STORAGE, struct umcg_scx_task_stats; key: a pidfd of
  *               the thread
  *   exit_info   the scheduler's .data, which holds struct user_exit_info
@@ -96,6 +99,7 @@
 #define UMCG_SCX_PIN_SHARED	"shared"
 #define UMCG_SCX_PIN_WAKE	"wake"
 #define UMCG_SCX_PIN_TIMER	"enf_timer"
+#define UMCG_SCX_PIN_ENF_STATS	"enf_stats"
 
 #define UMCG_SCX_PIN_DIR_MODE	0755
 #define UMCG_SCX_PIN_LINK_MODE	0600

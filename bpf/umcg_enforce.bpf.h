@@ -29,7 +29,8 @@
  *    when it has nothing to do: in poll() on the ringbuf "wake", which
  *    enf_server_news() rings (bpf_ringbuf_output with BPF_RB_FORCE_WAKEUP;
  *    the wake-up is deferred to irq_work, so any context may ring) where a
- *    held server gets need_server below, and on a worker's exit.  Woken, it
+ *    held server gets need_server below, and on a worker's exit; not for a
+ *    sleep inside libumcg (d.), which publishes no block.  Woken, it
  *    goes to its CPU's local DSQ; it is never held.
  *    This is the design, and why: the watchdog (check_rq_for_timeouts())
  *    ejects the scheduler when a task on a runqueue's runnable_list has
@@ -236,7 +237,6 @@ struct enf_task {
 	u64	mm;		/* its address space at register (m.) */
 	u32	evicted;	/* server: its CPU was out of reach (m.) */
 	u32	pad;
-	u64	wake_hint;	/* address of its struct umcg_scx_wake_hint (q.) */
 };
 
 struct enf_slot {
@@ -828,49 +828,6 @@ static __always_inline int enf_slice_end(struct task_struct *p,
 	return ENF_SLICE_DEFER;
 }
 
-/*
- * Worker @t (task @p), BLOCKED for the scheduler, is being woken: does its
- * waker's hint (q.) place it?  In ops.select_cpu, which runs as the waker:
- * the hint is read from the waker's own memory, and only a registered
- * thread of @p's own group steers it.  If so, @p is moved off BLOCKED as
- * umcg_pick with UMCG_SCX_PICK_WOKEN moves a worker asleep (i.): the CPU
- * in pick_cpu, the slot's state to RUNNING by compare-and-swap against
- * runnable(), published RUNNING; enqueue() then consumes pick_cpu.
- * Returns the CPU, or -1 when the hint does not apply.
- */
-static __always_inline s32 enf_wake_hinted(struct task_struct *p,
-					   struct enf_task *t, struct enf_slot *s)
-{
-	struct task_struct *cur = bpf_get_current_task_btf();
-	struct umcg_scx_wake_hint h;
-	struct umcg_scx_shared *sh;
-	struct enf_task *w;
-	u32 si = t->slot & (UMCG_SCX_MAX_TASKS - 1);
-
-	if (!s || cur->tgid != p->tgid)
-		return -1;
-	w = enf_task_get(cur);
-	if (!w || !w->wake_hint || w->group != t->group ||
-	    bpf_probe_read_user(&h, sizeof(h), (void *)w->wake_hint))
-		return -1;
-	sh = enf_shared();
-	if (!sh || h.slot != si + 1 || h.cpu >= scx_bpf_nr_cpu_ids() ||
-	    h.seq != (u32)sh->task[si].seq || READ_ONCE(s->pick_cpu) ||
-	    !enf_cpu_ok(p, h.cpu))
-		return -1;
-	WRITE_ONCE(s->pick_cpu, h.cpu + 1);
-	if (__sync_val_compare_and_swap(&s->state, UMCG_TASK_BLOCKED,
-					UMCG_TASK_RUNNING) != UMCG_TASK_BLOCKED) {
-		__sync_val_compare_and_swap(&s->pick_cpu, h.cpu + 1, 0);
-		return -1;
-	}
-	enf_publish_begin(sh, si);
-	WRITE_ONCE(sh->task[si].state, UMCG_TASK_RUNNING);
-	enf_announce(sh, si, t->group);
-	enf_stat(UMCG_SCX_ENF_WAKE_HINT);
-	return h.cpu;
-}
-
 /* ---- sched_ext hooks; each returns false for threads that are not ours ---- */
 
 /* ops.select_cpu: a BLOCKED worker must not be inserted directly. */
@@ -888,13 +845,8 @@ static __always_inline bool enf_select_cpu(struct task_struct *p, s32 prev_cpu,
 	}
 	if (t->state == UMCG_TASK_BLOCKED) {
 		struct enf_slot *s = enf_slot_of(t);
-		s32 hinted = enf_wake_hinted(p, t, s);
 		u32 pc = s ? READ_ONCE(s->pick_cpu) : 0;
 
-		if (hinted >= 0) {
-			*cpu = hinted;
-			return true;
-		}
 		/* Picked while asleep (i): wake up where it was picked for. */
 		if (pc && READ_ONCE(s->state) == UMCG_TASK_RUNNING)
 			*cpu = pc - 1;
@@ -1601,10 +1553,6 @@ int umcg_register(struct umcg_scx_register_args *args)
 
 	if (args->reserved0)
 		return -EINVAL;
-	/* Either role (q.); the address is checked as it is read. */
-	if (!(flags & UMCG_SCX_REGISTER_WAKE_HINT) != !args->wake_hint)
-		return -EINVAL;
-	flags &= ~UMCG_SCX_REGISTER_WAKE_HINT;
 	wflags = flags & (UMCG_SCX_REGISTER_SLICE | UMCG_SCX_REGISTER_IN_LIB);
 	if (wflags) {
 		/* A worker's only; the address is checked as it is read. */
@@ -1700,7 +1648,6 @@ int umcg_register(struct umcg_scx_register_args *args)
 	t->doorbell = !!(flags & UMCG_SCX_REGISTER_DOORBELL);
 	t->slice_ns = args->slice_ns;
 	t->in_lib = args->in_lib;
-	t->wake_hint = args->wake_hint;
 	t->lib_nohold = !!(wflags & UMCG_SCX_REGISTER_IN_LIB);
 	t->lib_sleep = 0;
 	t->slice_out = 0;

@@ -41,7 +41,7 @@
 
 /* The head of struct umcg_scx_shared: "umcg", then the version. */
 #define UMCG_SCX_ABI_MAGIC		0x67636d75U
-#define UMCG_SCX_ABI_VERSION		3
+#define UMCG_SCX_ABI_VERSION		2
 
 /* Limits of one scheduler instance (all processes together). */
 #define UMCG_SCX_MAX_TASKS		4096	/* registered threads, power of 2 */
@@ -131,8 +131,6 @@ struct umcg_scx_shared {
  * @group:      w: the caller's group: events[@group]
  * @task_off:   w: offsetof the slot's struct umcg_task in the map value
  * @events_off: w: offsetof the group's event bitmap in the map value
- * @wake_hint:  r: with UMCG_SCX_REGISTER_WAKE_HINT (worker or server): the
- *              address of the caller's struct umcg_scx_wake_hint; else zero
  *
  * The calling thread registers itself.  The return value (BPF_PROG_TEST_RUN
  * retval) is 0 or -errno: -EINVAL unknown flags, non-zero reserved fields,
@@ -144,8 +142,7 @@ struct umcg_scx_shared {
  * UMCG_SCX_REGISTER_SLICE or
  * UMCG_SCX_REGISTER_IN_LIB with a server, a @slice_ns out of range, @slice_ns
  * without UMCG_SCX_REGISTER_SLICE, @in_lib without either flag, and
- * UMCG_SCX_REGISTER_IN_LIB with no @in_lib are -EINVAL; so are
- * UMCG_SCX_REGISTER_WAKE_HINT with no @wake_hint and @wake_hint without it.
+ * UMCG_SCX_REGISTER_IN_LIB with no @in_lib are -EINVAL.
  */
 struct umcg_scx_register_args {
 	__u32	flags;
@@ -158,7 +155,6 @@ struct umcg_scx_register_args {
 	__u32	group;
 	__u64	task_off;
 	__u64	events_off;
-	__u64	wake_hint;
 };
 
 /*
@@ -193,13 +189,6 @@ struct umcg_scx_register_args {
  * lock).
  */
 #define UMCG_SCX_REGISTER_IN_LIB	(1U << 10)
-/*
- * With either role: the caller tells the scheduler, in its own memory, where
- * the thread it is about to wake is to run (struct umcg_scx_wake_hint at
- * @wake_hint), so that the wake-up itself places it and no umcg_pick is
- * needed.
- */
-#define UMCG_SCX_REGISTER_WAKE_HINT	(1U << 11)
 /* The longest slice: well under UMCG_SCX_HOLD_MAX_NS and the watchdog. */
 #define UMCG_SCX_SLICE_MAX_NS		(1000ULL * 1000 * 1000)
 
@@ -240,35 +229,6 @@ struct umcg_scx_pick_args {
 
 #define UMCG_SCX_PICK_WOKEN		(1U << 1)	/* the caller just woke @tid */
 #define UMCG_SCX_PICK_SEQ		(1U << 2)	/* only while seq reads @pad */
-
-/**
- * struct umcg_scx_wake_hint - a thread's next wake-up, in its own memory
- * @slot: the slot + 1 of the worker of the caller's process that the caller
- *        is about to wake (futex wake); 0: no hint
- * @cpu:  the CPU that worker is to run on (in its affinity)
- * @seq:  the low 32 bits of the worker's slot's seq, read while it slept
- *        (as umcg_pick's @pad with UMCG_SCX_PICK_WOKEN)
- * @pad:  zero
- *
- * Registered with UMCG_SCX_REGISTER_WAKE_HINT.  When the caller wakes a
- * worker of its own group that the scheduler sees BLOCKED (ops.select_cpu
- * runs in the waker's context) and the hint names that worker, @cpu and
- * the sleep at @seq, the wake-up goes straight to @cpu and the slot is
- * published RUNNING, exactly as umcg_pick with UMCG_SCX_PICK_WOKEN would
- * have done before it: the waker checks the slot after its wake and runs
- * no umcg_pick when it reads RUNNING.  The scheduler reads the hint as the
- * waker, with bpf_probe_read_user(): a hint that cannot be read without a
- * fault, names another group's slot, another sleep or a CPU outside the
- * worker's affinity is ignored (the wake-up goes on as without it).  A
- * hint only ever steers the caller's own wake-ups of its own process's
- * threads.
- */
-struct umcg_scx_wake_hint {
-	__u32	slot;
-	__u32	cpu;
-	__u32	seq;
-	__u32	pad;
-};
 
 /**
  * struct umcg_scx_unregister_args - context of the "umcg_unregister" program
@@ -374,8 +334,7 @@ struct umcg_scx_task_stats {
 #define UMCG_SCX_ENF_DYING_WAKE		20	/* woken exiting or killed: not held */
 #define UMCG_SCX_ENF_CPU_ONLINE		21	/* ops.cpu_online */
 #define UMCG_SCX_ENF_CPU_OFFLINE	22	/* ops.cpu_offline */
-#define UMCG_SCX_ENF_WAKE_HINT		23	/* a waker's hint placed its wake-up */
-#define UMCG_SCX_NR_ENF_STATS		24
+#define UMCG_SCX_NR_ENF_STATS		23
 
 struct umcg_scx_enf_stats {
 	__u64	cnt[UMCG_SCX_NR_ENF_STATS];
@@ -409,12 +368,10 @@ __UMCG_STATIC_ASSERT(sizeof(struct umcg_scx_shared) ==
 		     "struct umcg_scx_shared layout");
 __UMCG_STATIC_ASSERT(__builtin_offsetof(struct umcg_scx_shared, task) == 64,
 		     "struct umcg_scx_shared: the slots start at the second cache line");
-__UMCG_STATIC_ASSERT(sizeof(struct umcg_scx_register_args) == 64,
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_scx_register_args) == 56,
 		     "struct umcg_scx_register_args layout");
 __UMCG_STATIC_ASSERT(sizeof(struct umcg_scx_pick_args) == 16,
 		     "struct umcg_scx_pick_args layout");
-__UMCG_STATIC_ASSERT(sizeof(struct umcg_scx_wake_hint) == 16,
-		     "struct umcg_scx_wake_hint layout");
 __UMCG_STATIC_ASSERT(sizeof(struct umcg_scx_unregister_args) == 16,
 		     "struct umcg_scx_unregister_args layout");
 __UMCG_STATIC_ASSERT(sizeof(struct umcg_scx_poke_args) == 16,

@@ -40,12 +40,14 @@
  *
  *   register   the "umcg_register" program (BPF_PROG_TEST_RUN, raw
  *              bpf(2): no libbpf here), then sched_setscheduler(SCHED_EXT)
- *   wake(t)    futex-wake t's word, then "umcg_pick" onto its core's CPU:
- *              a held worker moves there; one still asleep in scx_wait()
- *              (scx.in_wait, with the slot's seq read after the futex
- *              wake) goes there straight from its wake-up
- *              (bpf/umcg_enforce.bpf.h, i); one that ran on and blocked
- *              elsewhere meanwhile is left to the scheduler
+ *   wake(t)    futex-wake t's word; if its slot then reads RUNNING (it
+ *              woke inside libumcg and runs on, on the CPU its affinity
+ *              names: pin_by_waker), that is all.  Otherwise "umcg_pick"
+ *              onto its core's CPU: a held worker moves there; one still
+ *              asleep in scx_wait() (scx.in_wait, with the slot's seq read
+ *              before it was made RUNNING) goes there straight from its
+ *              wake-up (bpf/umcg_enforce.bpf.h, i); one that ran on and
+ *              blocked elsewhere meanwhile is left to the scheduler
  *   server     SCHED_EXT too, registered with UMCG_SCX_REGISTER_DOORBELL:
  *              with nothing to do it sleeps in the kernel, in poll() on
  *              the scheduler's doorbell ring ("wake"), which the scheduler
@@ -235,14 +237,6 @@ struct scx_group {
 
 /* The calling thread's slot, -1 when it is not registered. */
 static __thread int scx_self_slot = -1;
-/*
- * Where the thread we are about to wake is to run, for the scheduler to
- * read as we wake it (uapi/umcg_scx.h, struct umcg_scx_wake_hint); only
- * this thread writes it, and only in scx_wake().  scx_self_hinted: the
- * scheduler knows its address (registered with UMCG_SCX_REGISTER_WAKE_HINT).
- */
-static __thread struct umcg_scx_wake_hint scx_self_hint;
-static __thread bool scx_self_hinted;
 
 /*
  * A worker's slot + 1 (0: none), for its wakers, kept in the reserved
@@ -843,7 +837,6 @@ static void scx_table_leave(struct umcg_thread *t, int slot)
 	pthread_mutex_unlock(&scx.lock);
 	scx_set_slot(t, -1);
 	scx_self_slot = -1;
-	scx_self_hinted = false;
 	scx_run(SCX_PROG_UNREGISTER, &a, sizeof(a));
 	if (put)
 		umcg_ref_put(t);
@@ -874,8 +867,6 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	 */
 	a.flags |= UMCG_SCX_REGISTER_IN_LIB;
 	a.in_lib = (uint64_t)(uintptr_t)&t->in_lib;
-	a.flags |= UMCG_SCX_REGISTER_WAKE_HINT;
-	a.wake_hint = (uint64_t)(uintptr_t)&scx_self_hint;
 	if (g->time_slice_ns) {
 		a.flags |= UMCG_SCX_REGISTER_SLICE;
 		a.slice_ns = g->time_slice_ns;
@@ -934,7 +925,6 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	if (old_core >= 0 && (unsigned int)old_core < g->nr_cores)
 		scx_server_wake(&g->cores[old_core]);
 	scx_self_slot = (int)slot;
-	scx_self_hinted = true;
 	scx_set_slot(t, (int)slot);
 	ret = scx_set_ext(0, true);
 	if (ret) {
@@ -980,9 +970,8 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 	struct scx_group *sg = g->backend_priv;
 	struct scx_server *srv = &sg->servers[c->idx];
 	struct umcg_scx_register_args a = {
-		.flags = UMCG_REGISTER_SERVER | UMCG_SCX_REGISTER_WAKE_HINT,
+		.flags = UMCG_REGISTER_SERVER,
 		.cpu = (uint32_t)c->cpu,
-		.wake_hint = (uint64_t)(uintptr_t)&scx_self_hint,
 	};
 	int ret;
 
@@ -1003,7 +992,6 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 			"(CPU %d): %s\n", c->idx, c->cpu, strerror(-ret));
 	} else {
 		srv->doorbell = a.flags & UMCG_SCX_REGISTER_DOORBELL;
-		scx_self_hinted = true;
 		atomic_store(&srv->tid, gettid());
 	}
 	atomic_store(&srv->started, true);
@@ -1022,7 +1010,6 @@ static void scx_server_leave(struct umcg_core *c)
 	if (atomic_load(&srv->tid) != gettid())
 		return;
 	atomic_store(&srv->tid, 0);
-	scx_self_hinted = false;
 	scx_set_ext(0, false);
 	scx_run(SCX_PROG_UNREGISTER, &a, sizeof(a));
 }
@@ -1127,11 +1114,14 @@ static void scx_wake_prepare(struct umcg_thread *t)
 }
 
 /*
- * Did the scheduler let worker @slot run, as of the wake-up we just gave
- * it?  Its slot reads RUNNING: our hint placed it (the wake-up published
- * that before futex_wake() returned), or it never fell asleep, or it woke
- * in libumcg and runs on.  A umcg_pick has nothing left to do then (it
- * moves only what is held or asleep).
+ * Does worker @slot run for the scheduler, as of the wake-up we just gave
+ * it (the kernel's wake-up of a worker asleep in scx_wait() publishes that
+ * before futex_wake() returns, unless the kernel queued the wake-up to the
+ * worker's CPU: then the slot still reads BLOCKED; a hold publishes
+ * RUNNABLE)?  Then a
+ * umcg_pick has nothing to do: it never slept, it woke inside libumcg and
+ * runs on (where its affinity, set by umcg_pin_to_core(), puts it), or the
+ * hold timer released it.
  */
 static bool scx_woken_running(int slot)
 {
@@ -1147,28 +1137,9 @@ static void scx_wake(struct umcg_thread *t)
 	struct umcg_group *g = t->group;
 	int core = atomic_load(&t->core);
 	int slot = scx_slot_of(t);
-	bool hint = false;
-	uint64_t ws = 0;
+	uint64_t ws;
 
-	if (!atomic_load(&scx.gone) && core >= 0 && g && slot >= 0 &&
-	    slot < UMCG_SCX_MAX_TASKS) {
-		ws = atomic_load(&scx.wake_seq[slot]);
-		/* Asleep in scx_wait() at that seq: the wake-up places it. */
-		hint = scx_self_hinted && (ws & 1);
-		if (hint) {
-			scx_self_hint.cpu = (uint32_t)g->cores[core].cpu;
-			scx_self_hint.seq = (uint32_t)(ws >> 1);
-			atomic_store_explicit((_Atomic uint32_t *)&scx_self_hint.slot,
-					      (uint32_t)slot + 1, memory_order_release);
-		}
-	}
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
-	if (hint) {
-		atomic_store_explicit((_Atomic uint32_t *)&scx_self_hint.slot, 0,
-				      memory_order_relaxed);
-		if (scx_woken_running(slot))
-			return;
-	}
 	if (atomic_load(&scx.gone) || core < 0 || !g || slot < 0 ||
 	    slot >= UMCG_SCX_MAX_TASKS)
 		return;
@@ -1183,6 +1154,9 @@ static void scx_wake(struct umcg_thread *t)
 	 * was published): that hold only.  Whatever it did since it ran on
 	 * is not ours to end (-ESTALE).
 	 */
+	if (scx_woken_running(slot))
+		return;
+	ws = atomic_load(&scx.wake_seq[slot]);
 	scx_pick_allowed(t, slot, g->cores[core].cpu, ws & 1, ws >> 1);
 }
 

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <libgen.h>
 #include <limits.h>
+#include <linux/bpf.h>
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <uapi/umcg.h>
+#include <uapi/umcg_scx.h>
 
 #include "umcg_test.h"
 
@@ -242,6 +244,54 @@ const char *umcg_test_scx_get(bool *loaded)
 int umcg_test_scx_put(void)
 {
 	return umcg_test_umcgctl("unload", true) ? -EIO : 0;
+}
+
+/* How many CPUs the kernel may ever have: the per-CPU maps' value count. */
+static int umcg_test_possible_cpus(void)
+{
+	char buf[64], *dash;
+	int ret = umcg_test_read_line("/sys/devices/system/cpu/possible", buf, sizeof(buf));
+
+	if (ret)
+		return ret;
+	dash = strrchr(buf, '-');
+	return (dash ? atoi(dash + 1) : atoi(buf)) + 1;
+}
+
+int umcg_test_scx_enf_stat(unsigned int idx, uint64_t *val)
+{
+	union bpf_attr a;
+	int nr = umcg_test_possible_cpus(), fd, ret = 0;
+	struct umcg_scx_enf_stats *per;
+	__u32 zero = 0;
+
+	if (idx >= UMCG_SCX_NR_ENF_STATS)
+		return -EINVAL;
+	if (nr <= 0)
+		return nr ? nr : -EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.pathname = (__u64)(uintptr_t)"/sys/fs/bpf/umcg/enf_stats";
+	a.file_flags = BPF_F_RDONLY;
+	fd = syscall(SYS_bpf, BPF_OBJ_GET, &a, sizeof(a));
+	if (fd < 0)
+		return -errno;
+	per = calloc(nr, sizeof(*per));
+	if (!per) {
+		close(fd);
+		return -ENOMEM;
+	}
+	memset(&a, 0, sizeof(a));
+	a.map_fd = fd;
+	a.key = (__u64)(uintptr_t)&zero;
+	a.value = (__u64)(uintptr_t)per;
+	if (syscall(SYS_bpf, BPF_MAP_LOOKUP_ELEM, &a, sizeof(a)))
+		ret = -errno;
+	*val = 0;
+	for (int c = 0; !ret && c < nr; c++)
+		*val += per[c].cnt[idx];
+	free(per);
+	close(fd);
+	return ret;
 }
 
 size_t umcg_test_read_all(int fd, char *buf, size_t len)

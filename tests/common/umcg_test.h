@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -84,6 +85,13 @@ const char *umcg_test_scx_get(bool *loaded);
 
 /* "umcgctl unload" (what umcg_test_scx_get() loaded).  0 or -EIO. */
 int umcg_test_scx_put(void);
+
+/*
+ * The enforcer's counter @idx (UMCG_SCX_ENF_*, uapi/umcg_scx.h) summed over
+ * the CPUs, read through its public pin (/sys/fs/bpf/umcg/enf_stats) into
+ * *@val.  0 or -errno (-ENOENT: our scheduler is not loaded by umcgctl).
+ */
+int umcg_test_scx_enf_stat(unsigned int idx, uint64_t *val);
 
 /*
  * Read @fd until end of file, or until @buf (@len bytes, @len > 0) is

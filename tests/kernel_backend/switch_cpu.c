@@ -2,8 +2,8 @@
 /*
  * switch_cpu - C4 on a kernel backend (kernel_backend.h): umcg_switch_to()
  * lands the target on the caller's CPU ("kmod": one UMCG_IOC_SWITCH; "scx":
- * a futex wake, a umcg_pick onto the caller's core's CPU, then the
- * caller's futex wait).  Before each switch the caller records
+ * a futex wake of the target, asleep in libumcg's wait and so not held,
+ * then the caller's futex wait).  Before each switch the caller records
  * sched_getcpu(), and the target, back in its code, compares its own.  At
  * least 99% of 10,000 must match, in two cases:
  *
@@ -15,6 +15,10 @@
  *               moves the target from the other core's CPU, where it
  *               last ran (at least 90% of them must, else the case tests
  *               nothing)
+ *
+ * On scx, also: the switches ring the scheduler's doorbell (which wakes
+ * every sleeping server of every process) fewer than once per hundred: a
+ * sleep inside libumcg is no news for any server.
  *
  * What is checked is where the target runs its code, whatever puts it
  * there: on both backends libumcg also sets the target's affinity to the
@@ -31,6 +35,9 @@
 #include <umcg/policy.h>
 
 #include "kernel_backend.h"
+#ifdef KB_BACKEND_SCX
+#include <uapi/umcg_scx.h>
+#endif
 
 #define SW_SWITCHES	10000	/* both ways together */
 #define SW_WAIT_NS	(20000 * KB_MS)	/* emulated guests are slow */
@@ -206,10 +213,33 @@ FIXTURE_TEARDOWN(sw)
 	}
 }
 
+/* scx: the doorbell's count so far (-1: none to read, kmod). */
+static int64_t sw_doorbell(void)
+{
+#ifdef KB_BACKEND_SCX
+	uint64_t v;
+
+	if (!umcg_test_scx_enf_stat(UMCG_SCX_ENF_DOORBELL, &v))
+		return (int64_t)v;
+#endif
+	return -1;
+}
+
+/* At most one ring per hundred switches since @before (sw_doorbell()). */
+#define SW_EXPECT_FEW_RINGS(before) do {					\
+	int64_t _now = sw_doorbell();						\
+										\
+	if ((before) >= 0 && _now >= 0) {					\
+		TH_LOG("doorbell rings: %lld", (long long)(_now - (before)));	\
+		EXPECT_GT(SW_SWITCHES / 100, _now - (before));			\
+	}									\
+} while (0)
+
 TEST_F_TIMEOUT(sw, ping_pong, 110)
 {
 	struct sw_run *r = &self->run;
 	struct umcg_attr a = { .size = sizeof(a) };
+	int64_t rings = sw_doorbell();
 
 	a.core = 1;
 	ASSERT_EQ(0, umcg_spawn(&r->q, &a, sw_q, r));
@@ -224,12 +254,14 @@ TEST_F_TIMEOUT(sw, ping_pong, 110)
 	       atomic_load(&r->landings));
 	EXPECT_EQ(SW_SWITCHES, atomic_load(&r->landings));
 	EXPECT_LE(SW_SWITCHES * 99 / 100, atomic_load(&r->same));
+	SW_EXPECT_FEW_RINGS(rings);
 }
 
 TEST_F_TIMEOUT(sw, crossing, 110)
 {
 	struct sw_run *r = &self->run;
 	struct umcg_attr a = { .size = sizeof(a) };
+	int64_t rings = sw_doorbell();
 
 	a.core = 1;
 	ASSERT_EQ(0, umcg_spawn(&r->t, &a, sw_target, r));
@@ -248,6 +280,7 @@ TEST_F_TIMEOUT(sw, crossing, 110)
 	EXPECT_EQ(SW_SWITCHES, atomic_load(&r->landings));
 	EXPECT_LE(SW_SWITCHES * 99 / 100, atomic_load(&r->same));
 	EXPECT_LE(SW_SWITCHES * 9 / 10, atomic_load(&r->crossed));
+	SW_EXPECT_FEW_RINGS(rings);
 }
 
 TEST_HARNESS_MAIN
