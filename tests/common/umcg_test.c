@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #define _GNU_SOURCE
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <grp.h>
 #include <libgen.h>
 #include <limits.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -177,10 +180,10 @@ int umcg_test_umcgctl_as(uid_t uid, gid_t gid, char *out, size_t len, const char
 	if (pid == 0) {
 		dup2(fds[1], 1);
 		dup2(fds[1], 2);
-		if (uid != (uid_t)-1 &&
-		    (setgroups(0, NULL) || setresgid(gid, gid, gid) ||
-		     setresuid(uid, uid, uid))) {
-			fprintf(stderr, "cannot become uid %d gid %d: %m\n", (int)uid, (int)gid);
+		ret = uid == (uid_t)-1 ? 0 : umcg_test_drop_to(uid, gid);
+		if (ret) {
+			fprintf(stderr, "cannot become uid %d gid %d: %s\n", (int)uid,
+				(int)gid, strerror(-ret));
 			_exit(126);
 		}
 		/* Through the descriptor: no path to walk as @uid. */
@@ -315,7 +318,8 @@ int umcg_test_drop_to(uid_t uid, gid_t gid)
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
 
-	if (setgroups(0, NULL) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid))
+	if (chdir("/") || setgroups(0, NULL) || setresgid(gid, gid, gid) ||
+	    setresuid(uid, uid, uid))
 		return -errno;
 	if (syscall(SYS_capget, &h, d))
 		return -errno;
@@ -323,4 +327,295 @@ int umcg_test_drop_to(uid_t uid, gid_t gid)
 	if (d[0].effective || d[1].effective || d[0].permitted || d[1].permitted)
 		return -EPERM;
 	return 0;
+}
+
+/* Libraries that need libraries: how deep umcg_test_stage_make() follows. */
+#define STAGE_DEPTH	4
+#define STAGE_NEEDED	32
+
+/* What the dynamic loader looks for on behalf of an ELF file. */
+struct stage_deps {
+	char	runpath[PATH_MAX];	/* DT_RUNPATH, else DT_RPATH */
+	int	nr;
+	char	needed[STAGE_NEEDED][NAME_MAX + 1];
+};
+
+/*
+ * The dependencies of @path: none for a file that is not a dynamically
+ * linked 64-bit ELF file (a script, a static program).  0 or -errno
+ * (-ENOEXEC: an ELF file whose dynamic section cannot be read).
+ */
+static int stage_elf_deps(const char *path, struct stage_deps *d)
+{
+	const Elf64_Shdr *sh, *strsh;
+	const Elf64_Ehdr *eh;
+	const Elf64_Dyn *dyn;
+	char rpath[PATH_MAX] = "";
+	const char *strs;
+	struct stat st;
+	int fd, ret = 0;
+	size_t size, n;
+	void *m;
+
+	d->runpath[0] = '\0';
+	d->nr = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	size = st.st_size;
+	if (size < sizeof(*eh)) {
+		close(fd);
+		return 0;
+	}
+	m = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (m == MAP_FAILED)
+		return -errno;
+	eh = m;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		goto out;
+	ret = -ENOEXEC;
+	if (!eh->e_shoff || eh->e_shentsize != sizeof(*sh) ||
+	    eh->e_shoff + (size_t)eh->e_shnum * sizeof(*sh) > size)
+		goto out;
+	sh = (const Elf64_Shdr *)((const char *)m + eh->e_shoff);
+	for (int i = 0; i < eh->e_shnum; i++) {
+		if (sh[i].sh_type != SHT_DYNAMIC)
+			continue;
+		if (sh[i].sh_link >= eh->e_shnum ||
+		    sh[i].sh_offset + sh[i].sh_size > size)
+			goto out;
+		strsh = &sh[sh[i].sh_link];
+		if (strsh->sh_offset + strsh->sh_size > size)
+			goto out;
+		strs = (const char *)m + strsh->sh_offset;
+		dyn = (const Elf64_Dyn *)((const char *)m + sh[i].sh_offset);
+		n = sh[i].sh_size / sizeof(*dyn);
+		for (size_t j = 0; j < n && dyn[j].d_tag != DT_NULL; j++) {
+			const char *s = strs + dyn[j].d_un.d_val;
+			size_t room = strsh->sh_size - dyn[j].d_un.d_val;
+
+			if (dyn[j].d_tag != DT_NEEDED && dyn[j].d_tag != DT_RUNPATH &&
+			    dyn[j].d_tag != DT_RPATH)
+				continue;
+			if (dyn[j].d_un.d_val >= strsh->sh_size || strnlen(s, room) == room)
+				goto out;
+			if (dyn[j].d_tag == DT_RUNPATH)
+				snprintf(d->runpath, sizeof(d->runpath), "%s", s);
+			else if (dyn[j].d_tag == DT_RPATH)
+				snprintf(rpath, sizeof(rpath), "%s", s);
+			else if (d->nr == STAGE_NEEDED) {
+				ret = -E2BIG;
+				goto out;
+			} else {
+				snprintf(d->needed[d->nr++], sizeof(d->needed[0]), "%s", s);
+			}
+		}
+		break;
+	}
+	/* DT_RPATH counts only without a DT_RUNPATH, as for ld.so. */
+	if (!d->runpath[0])
+		snprintf(d->runpath, sizeof(d->runpath), "%s", rpath);
+	ret = 0;
+out:
+	munmap(m, size);
+	return ret;
+}
+
+/* The directories of @rel (relative) under @top, mode 0755. */
+static int stage_mkdirs(const char *top, const char *rel)
+{
+	char path[PATH_MAX];
+
+	for (const char *p = strchr(rel, '/'); p; p = strchr(p + 1, '/')) {
+		if (snprintf(path, sizeof(path), "%s/%.*s", top, (int)(p - rel), rel) >=
+		    (int)sizeof(path))
+			return -ENAMETOOLONG;
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -errno;
+		if (chmod(path, 0755))
+			return -errno;
+	}
+	return 0;
+}
+
+/* @src's content (a symbolic link followed) into a new file @dst, 0755. */
+static int stage_copy(const char *src, const char *dst)
+{
+	char buf[16384];
+	int in, out, ret = 0;
+	ssize_t n;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+	if (out < 0) {
+		ret = -errno;
+		close(in);
+		return ret;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(out, buf, n) != n) {
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+	}
+	if (!ret && fchmod(out, 0755))
+		ret = -errno;
+	close(in);
+	if (close(out) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* @dir into st->libpath, once. */
+static int stage_add_libdir(struct umcg_test_stage *st, const char *dir)
+{
+	size_t len = strlen(dir), used = strlen(st->libpath), room;
+	const char *p = st->libpath;
+	int n;
+
+	while (*p) {
+		if (!strncmp(p, dir, len) && (p[len] == ':' || !p[len]))
+			return 0;
+		p += strcspn(p, ":");
+		if (*p)
+			p++;
+	}
+	room = sizeof(st->libpath) - used;
+	n = snprintf(st->libpath + used, room, "%s%s", used ? ":" : "", dir);
+	if (n < 0 || (size_t)n >= room) {
+		st->libpath[used] = '\0';
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/*
+ * Build output @rel, and each DT_NEEDED of it that the loader finds in a
+ * DT_RUNPATH directory inside the build directory ($ORIGIN expanded),
+ * into the stage.
+ */
+static int stage_file(struct umcg_test_stage *st, const char *rel, int depth)
+{
+	char src[PATH_MAX], dst[PATH_MAX], origin[PATH_MAX], entry[PATH_MAX];
+	char real[PATH_MAX], lib[PATH_MAX], runpath[PATH_MAX];
+	size_t blen = strlen(st->build);
+	struct stage_deps *d;
+	int ret;
+
+	if (depth > STAGE_DEPTH)
+		return -ELOOP;
+	if (snprintf(src, sizeof(src), "%s/%s", st->build, rel) >= (int)sizeof(src) ||
+	    snprintf(dst, sizeof(dst), "%s/%s", st->dir, rel) >= (int)sizeof(dst))
+		return -ENAMETOOLONG;
+	if (!access(dst, F_OK))
+		return 0;	/* a library that two need */
+	ret = stage_mkdirs(st->dir, rel);
+	if (!ret)
+		ret = stage_copy(src, dst);
+	if (ret)
+		return ret;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	ret = stage_elf_deps(src, d);
+	snprintf(origin, sizeof(origin), "%s", src);
+	dirname(origin);
+	for (int i = 0; !ret && i < d->nr; i++) {
+		char *save = NULL, *e;
+
+		snprintf(runpath, sizeof(runpath), "%s", d->runpath);
+		for (e = strtok_r(runpath, ":", &save); e; e = strtok_r(NULL, ":", &save)) {
+			const char *reldir;
+
+			if (!strncmp(e, "$ORIGIN", 7))
+				snprintf(entry, sizeof(entry), "%s%s", origin, e + 7);
+			else if (!strncmp(e, "${ORIGIN}", 9))
+				snprintf(entry, sizeof(entry), "%s%s", origin, e + 9);
+			else
+				snprintf(entry, sizeof(entry), "%s", e);
+			if (!realpath(entry, real) || strncmp(real, st->build, blen) ||
+			    (real[blen] != '/' && real[blen]))
+				continue;
+			if (snprintf(lib, sizeof(lib), "%s/%s", real, d->needed[i]) >=
+			    (int)sizeof(lib) || access(lib, F_OK))
+				continue;
+			reldir = real[blen] ? real + blen + 1 : "";
+			snprintf(lib, sizeof(lib), "%s%s%s", reldir, *reldir ? "/" : "",
+				 d->needed[i]);
+			ret = stage_file(st, lib, depth + 1);
+			if (ret)
+				break;
+			snprintf(lib, sizeof(lib), "%s%s%s", st->dir, *reldir ? "/" : "",
+				 reldir);
+			ret = stage_add_libdir(st, lib);
+			break;
+		}
+	}
+	free(d);
+	return ret;
+}
+
+int umcg_test_stage_make(struct umcg_test_stage *st, const char *const *files)
+{
+	int ret = 0;
+
+	st->dir[0] = '\0';
+	st->libpath[0] = '\0';
+	if (!realpath(umcg_test_build_dir(), st->build))
+		return -errno;
+	snprintf(st->dir, sizeof(st->dir), "/tmp/umcg-stage.XXXXXX");
+	if (!mkdtemp(st->dir)) {
+		ret = -errno;
+		st->dir[0] = '\0';
+		return ret;
+	}
+	/* mkdtemp() made it 0700. */
+	if (chmod(st->dir, 0755))
+		ret = -errno;
+	for (; !ret && *files; files++)
+		ret = stage_file(st, *files, 0);
+	if (ret)
+		umcg_test_stage_remove(st);
+	return ret;
+}
+
+int umcg_test_stage_enter(const struct umcg_test_stage *st)
+{
+	const char *old = getenv("LD_LIBRARY_PATH");
+	char lp[2 * PATH_MAX];
+
+	if (chdir(st->dir) || setenv("UMCG_BUILD_DIR", st->dir, 1))
+		return -errno;
+	if (!st->libpath[0])
+		return 0;
+	snprintf(lp, sizeof(lp), "%s%s%s", st->libpath, old && *old ? ":" : "",
+		 old ? old : "");
+	return setenv("LD_LIBRARY_PATH", lp, 1) ? -errno : 0;
+}
+
+static int stage_unlink(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+void umcg_test_stage_remove(struct umcg_test_stage *st)
+{
+	if (!st->dir[0])
+		return;
+	nftw(st->dir, stage_unlink, 8, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	st->dir[0] = '\0';
 }

@@ -7,6 +7,7 @@
 #ifndef UMCG_TEST_H
 #define UMCG_TEST_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -54,13 +55,16 @@ int umcg_test_scx_state(char *ops, size_t len);
  * once per process; later calls return 0 at once.  The first call must be
  * made by a user that can reach the file (root): the others run it
  * through this descriptor, so they need no search permission on the
- * checkout's directories (a clone in /root, mode 0700).  0 or -errno.
+ * checkout's directories (a clone in /root, mode 0700).  That is all they
+ * need: umcgctl loads no library of this build (libbpf and libc are the
+ * system's), unlike the programs that umcg_test_stage_make() copies.
+ * 0 or -errno.
  */
 int umcg_test_umcgctl_open(void);
 
 /*
  * Run this build's umcgctl with @args (words separated by spaces, no
- * quoting), as @uid and @gid without supplementary groups unless @uid is
+ * quoting), as @uid and @gid (umcg_test_drop_to()) unless @uid is
  * (uid_t)-1, its standard output and error into @out (@len bytes, NUL
  * terminated; what does not fit is read and dropped).  Returns its exit
  * status, 128 + the signal that killed it, or -errno (@out says why).
@@ -104,8 +108,42 @@ int umcg_test_read_line(const char *path, char *buf, size_t len);
 
 /*
  * Become @uid/@gid for good: no supplementary groups, no capabilities
- * left.  0 or -errno (-EPERM if a capability survived).
+ * left, and in "/" (the working directory it had may be one @uid cannot
+ * enter).  0 or -errno (-EPERM if a capability survived).
  */
 int umcg_test_drop_to(uid_t uid, gid_t gid);
+
+/*
+ * A private copy of build outputs for another user to run, wherever the
+ * checkout is (a clone under /root, mode 0700, cannot be searched by
+ * others, so they cannot exec what is in it, nor load its libumcg.so).
+ *
+ * umcg_test_stage_make() copies each of @files (paths relative to the
+ * build directory, NULL-terminated) to the same path under a fresh
+ * directory made in /tmp, and with them the shared libraries of this
+ * build that they load: each DT_NEEDED of theirs found in a DT_RUNPATH
+ * (or DT_RPATH) directory inside the build directory, at its own path
+ * there (so libumcg/libumcg.so.0), recursively.  The directory and all in
+ * it are root's, mode 0755: others may read and run them, not change
+ * them.  The copy has the build directory's layout: a program there that
+ * finds others through umcg_test_build_dir() finds their copies.  On
+ * failure nothing is left behind.  0 or -errno.
+ *
+ * The other user's process, after umcg_test_drop_to(), calls
+ * umcg_test_stage_enter(): it goes into the directory and sets
+ * UMCG_BUILD_DIR to it and LD_LIBRARY_PATH to the directories of the
+ * libraries copied (searched before a DT_RUNPATH into the checkout), then
+ * execs "<dir>/<file>".  umcg_test_stage_remove() deletes the directory
+ * (once; later calls do nothing).
+ */
+struct umcg_test_stage {
+	char	dir[64];		/* "/tmp/umcg-stage.XXXXXX"; "" when none */
+	char	build[PATH_MAX];	/* the build directory, resolved */
+	char	libpath[PATH_MAX];	/* for LD_LIBRARY_PATH; "" when none */
+};
+
+int umcg_test_stage_make(struct umcg_test_stage *st, const char *const *files);
+int umcg_test_stage_enter(const struct umcg_test_stage *st);
+void umcg_test_stage_remove(struct umcg_test_stage *st);
 
 #endif /* UMCG_TEST_H */

@@ -41,7 +41,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <grp.h>
 #include <linux/bpf.h>
 #include <pthread.h>
 #include <sched.h>
@@ -569,7 +568,7 @@ static void __attribute__((noreturn)) fz_proc_run(int who, bool scx)
 		for (int i = 0; i < P.nr_progs; i++)
 			close(P.progs[i]);
 		P.nr_progs = 0;
-		if (setgroups(0, NULL) || setgid(FZ_NOBODY) || setuid(FZ_NOBODY))
+		if (umcg_test_drop_to(FZ_NOBODY, FZ_NOBODY))
 			_exit(3);
 		if (scx)
 			fz_open_progs();	/* as nobody: what "--users" gives */

@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -292,7 +291,7 @@ static void holder_main(int cmd, int ready)
 	int block[2], n;
 
 	if (setrlimit(RLIMIT_NPROC, &rl) || pipe(block) ||
-	    setgroups(0, NULL) || setgid(NOBODY) || setuid(NOBODY))
+	    umcg_test_drop_to(NOBODY, NOBODY))
 		_exit(1);
 	a.fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	a.block = block[0];

@@ -14,7 +14,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
@@ -150,7 +149,7 @@ static int kid_start(struct kid *k, const char *cg, uid_t uid, long nofile)
 		if (setrlimit(RLIMIT_NOFILE, &rl))
 			_exit(11);
 	}
-	if (setgroups(0, NULL) || setgid(uid) || setuid(uid))
+	if (umcg_test_drop_to(uid, uid))
 		_exit(12);
 	if (read(k->to[0], &c, 1) != 1)
 		_exit(13);

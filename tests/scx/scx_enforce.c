@@ -481,8 +481,7 @@ TEST_F_TIMEOUT(enf, shared_map_is_read_only, 60)
 	if (child == 0) {
 		void *m;
 
-		/* nobody */
-		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		if (umcg_test_drop_to(65534, 65534))	/* nobody */
 			_exit(10);
 		struct umcg_scx_shared *junk;
 		__u32 zero = 0;

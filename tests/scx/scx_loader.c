@@ -17,7 +17,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -58,15 +57,6 @@ static long long elapsed_ms(const struct timespec *t0)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (t.tv_sec - t0->tv_sec) * 1000LL +
 	       (t.tv_nsec - t0->tv_nsec) / 1000000;
-}
-
-/* Become @uid/@gid for good, without supplementary groups; 0 or -errno. */
-static int drop_to(uid_t uid, gid_t gid)
-{
-	if (setgroups(0, NULL) || setresgid(gid, gid, gid) ||
-	    setresuid(uid, uid, uid))
-		return -errno;
-	return 0;
 }
 
 /* "umcgctl ARGS" as root, or as nobody; see umcg_test_umcgctl_as(). */
@@ -301,7 +291,7 @@ TEST_F_TIMEOUT(loader, unprivileged_readers, 120)
 		struct umcg_scx_stats sum;
 		int nr = umcg_scx_nr_cpus();
 
-		if (drop_to(NOBODY, NOBODY))
+		if (umcg_test_drop_to(NOBODY, NOBODY))
 			_exit(10);
 		ret = umcg_scx_pinned_stats(UMCG_SCX_PIN_DIR, &sum, NULL, nr);
 		if (ret) {

@@ -16,6 +16,9 @@
  *   (scx_contract_c2_block, _c3_wake, _c4_switch, _c5_park, _c7_faults).
  *   Each must pass (exit 0; a skip is a failure here: the scheduler is
  *   there and open to every user).  Its output is shown as comments.
+ *   nobody runs a copy (umcg_test_stage_make(): the program, the contract
+ *   program it runs, umcgctl and libumcg.so, in a directory of /tmp), so
+ *   that it can wherever the checkout is.
  *
  * raw.foreign_tid_refused: the commands by hand in there (no /proc of
  *   the namespace mounted, so that /proc/thread-self/status shows each
@@ -34,10 +37,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
-#include <sys/stat.h>
-#include <linux/capability.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -217,10 +217,25 @@ static void pn_sched_put(struct pn_sched *s)
 
 /* ---- prog: guest programs of libumcg on scx in the namespace ---- */
 
+/* The program to run as nobody: build output @rel, copied to @stage. */
+struct pn_prog {
+	const struct umcg_test_stage	*stage;
+	const char			*rel;
+};
+
 static int pn_exec(void *arg)
 {
-	char *argv[] = { arg, NULL };
+	const struct pn_prog *p = arg;
+	char path[PATH_MAX];
+	char *argv[] = { path, NULL };
+	int ret;
 
+	ret = umcg_test_stage_enter(p->stage);
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", p->stage->dir, strerror(-ret));
+		return 126;
+	}
+	snprintf(path, sizeof(path), "%s/%s", p->stage->dir, p->rel);
 	execv(argv[0], argv);
 	fprintf(stderr, "%s: %s\n", argv[0], strerror(errno));
 	return 127;
@@ -229,20 +244,24 @@ static int pn_exec(void *arg)
 FIXTURE(prog) {
 	struct pn_sched s;
 	bool got;
+	struct umcg_test_stage stage;
 	char out[PN_OUT_LEN];
 };
 
 FIXTURE_VARIANT(prog) {
 	const char *name;	/* under <build>/tests/guest */
+	const char *runs;	/* the build output it runs, or NULL */
 };
+
+#define PN_CONTRACT(c)	.name = "scx_contract_" #c, .runs = "tests/host/contract/contract_" #c
 
 FIXTURE_VARIANT_ADD(prog, raw_exit) { .name = "scx_backend_raw_exit" };
 FIXTURE_VARIANT_ADD(prog, handoff) { .name = "scx_backend_handoff" };
-FIXTURE_VARIANT_ADD(prog, c2_block) { .name = "scx_contract_c2_block" };
-FIXTURE_VARIANT_ADD(prog, c3_wake) { .name = "scx_contract_c3_wake" };
-FIXTURE_VARIANT_ADD(prog, c4_switch) { .name = "scx_contract_c4_switch" };
-FIXTURE_VARIANT_ADD(prog, c5_park) { .name = "scx_contract_c5_park" };
-FIXTURE_VARIANT_ADD(prog, c7_faults) { .name = "scx_contract_c7_faults" };
+FIXTURE_VARIANT_ADD(prog, c2_block) { PN_CONTRACT(c2_block) };
+FIXTURE_VARIANT_ADD(prog, c3_wake) { PN_CONTRACT(c3_wake) };
+FIXTURE_VARIANT_ADD(prog, c4_switch) { PN_CONTRACT(c4_switch) };
+FIXTURE_VARIANT_ADD(prog, c5_park) { PN_CONTRACT(c5_park) };
+FIXTURE_VARIANT_ADD(prog, c7_faults) { PN_CONTRACT(c7_faults) };
 FIXTURE_VARIANT_ADD(prog, switch_cpu) { .name = "scx_backend_switch_cpu" };
 
 /*
@@ -270,44 +289,26 @@ FIXTURE_SETUP(prog)
 
 FIXTURE_TEARDOWN(prog)
 {
+	umcg_test_stage_remove(&self->stage);
 	if (self->got)
 		pn_sched_put(&self->s);
 }
 
-/*
- * Can a user with no rights of its own reach @path: every directory on
- * the way searchable by others, the file readable and executable by them?
- * A checkout under /root (0700) is not; the program and libumcg.so there
- * cannot be run as nobody.
- */
-static bool pn_reachable_by_others(const char *path)
-{
-	char dir[PATH_MAX], *slash;
-	struct stat st;
-
-	if (stat(path, &st) || (st.st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH))
-		return false;
-	snprintf(dir, sizeof(dir), "%s", path);
-	while ((slash = strrchr(dir, '/')) && slash != dir) {
-		*slash = '\0';
-		if (stat(dir, &st) || !(st.st_mode & S_IXOTH))
-			return false;
-	}
-	return true;
-}
-
 TEST_F_TIMEOUT(prog, in_pidns_as_nobody, 200)
 {
-	char path[PATH_MAX], state[32] = "";
+	char rel[128], state[32] = "";
+	const char *files[] = { rel, "tools/umcgctl", variant->runs, NULL };
+	struct pn_prog p = { .stage = &self->stage, .rel = rel };
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/tests/guest/%s", umcg_test_build_dir(),
-		 variant->name);
-	ASSERT_EQ(0, access(path, X_OK)) TH_LOG("%s: %m", path);
-	if (!pn_reachable_by_others(path))
-		SKIP(return, "nobody cannot reach the build directory %.200s",
-		     umcg_test_build_dir());
-	ret = pn_run(true, pn_exec, path, self->out, sizeof(self->out));
+	snprintf(rel, sizeof(rel), "tests/guest/%s", variant->name);
+	ret = umcg_test_stage_make(&self->stage, files);
+	ASSERT_EQ(0, ret) TH_LOG("copying %s of %s for nobody: %s", rel,
+				 umcg_test_build_dir(), strerror(-ret));
+	TH_LOG("nobody runs %s/%s, LD_LIBRARY_PATH %s", self->stage.dir, rel,
+	       self->stage.libpath);
+	ret = pn_run(true, pn_exec, &p, self->out, sizeof(self->out));
+	umcg_test_stage_remove(&self->stage);
 	pn_comment(variant->name, self->out);
 	EXPECT_EQ(0, ret) TH_LOG("%s in a PID namespace as nobody: exit %d%s",
 				 variant->name, ret,
