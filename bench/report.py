@@ -301,7 +301,13 @@ WHY = [
     "the bound, and 5x the unpinned pair is reachable only where the stock "
     "scheduler's cross-CPU wake-ups are very dear. The user backend cannot do wake-and-wait in one call: it wakes "
     "the target, then waits, and the woken target often preempts it in "
-    "between (about 1.5 context switches per switch on the host).",
+    "between (about 1.5 context switches per switch on the host). On scx a "
+    "switch_to is a futex wake of the target (asleep in libumcg, so not "
+    "held: its wake-up runs it on the CPU its affinity names) and a futex "
+    "wait, with a umcg_pick program run only when the wake-up was queued "
+    "to another CPU and the slot still read BLOCKED (system calls/op above "
+    "2 say how often), and the context switches of the sched_ext class on "
+    "top.",
     # pipeline
     "Each hop is one switch (above), so the ratio follows switch's: met where "
     "the stock scheduler spreads the ring over CPUs and pays cross-CPU "
