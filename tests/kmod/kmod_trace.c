@@ -488,6 +488,7 @@ TEST_F_TIMEOUT(trace, tracefs, 250)
 	ret = tr_workload(&t, &why);
 
 	ASSERT_EQ(0, tr_write(path, "0"));
+	TH_LOG("block hook: %s", kb_hook(path, sizeof(path)));
 	ASSERT_EQ(0, ret) TH_LOG("%s: %s", why, strerror(-ret));
 	snprintf(path, sizeof(path), "%s/trace", self->inst);
 	f = fopen(path, "re");
