@@ -2,15 +2,18 @@
 #
 # Out-of-tree modules, built with kbuild once per target kernel.
 #
-#   umcg_add_kmod(NAME SOURCES src.c...)
+#   umcg_add_kmod(NAME SOURCES src.c... [TRACE_SOURCES src.c...])
 #
 # builds ${CMAKE_CURRENT_BINARY_DIR}/<release>/NAME.ko for every release in
 # UMCG_KERNELS against /usr/src/linux-headers-<release>, with uapi/ on the
 # include path, as part of "all".  kbuild writes its objects next to the
 # sources, so the sources are copied into the per-release directory and a
 # Kbuild file is generated there; cmake/kbuild-make runs kbuild on it.
+# TRACE_SOURCES (also in SOURCES) define tracepoints (CREATE_TRACE_POINTS):
+# they are compiled with the module's directory on the include path, where
+# trace/define_trace.h finds a trace header whose TRACE_INCLUDE_PATH is ".".
 function(umcg_add_kmod name)
-	cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES")
+	cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;TRACE_SOURCES")
 	set(objs "")
 	set(srcs "")
 	foreach(s IN LISTS arg_SOURCES)
@@ -27,6 +30,10 @@ function(umcg_add_kmod name)
 	endif()
 	# UMCG_UAPI: set by cmake/kbuild-make.
 	string(APPEND kbuild "ccflags-y := -I$(UMCG_UAPI) -Werror\n")
+	foreach(s IN LISTS arg_TRACE_SOURCES)
+		get_filename_component(base ${s} NAME_WE)
+		string(APPEND kbuild "CFLAGS_${base}.o := -I$(src)\n")
+	endforeach()
 
 	foreach(rel IN LISTS UMCG_KERNELS)
 		set(out ${CMAKE_CURRENT_BINARY_DIR}/${rel})

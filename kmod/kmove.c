@@ -51,6 +51,10 @@
  *     off before the thread reached it, the thread returns to user space
  *     RUNNABLE and is held again at its next sleep.
  *
+ * Tracepoints (umcg_trace.h): each move is recorded (umcg_block,
+ * umcg_wake, umcg_exit; umcg_hold as the wait to be picked begins) before
+ * it is reported, so that a server's reaction comes later in the trace.
+ *
  * References: a queued task work holds one on the group (so the slot and
  * its wait queue live until it ran) and is counted in umcg_nr_works.  It
  * cannot be cancelled (task_work_cancel() is not exported); it runs at the
@@ -72,6 +76,7 @@
 #include <linux/wait.h>
 
 #include "umcg_internal.h"
+#include "umcg_trace.h"
 
 /*
  * Wake whoever sleeps on slot @idx's wait queue, with @wake_flags for
@@ -203,10 +208,11 @@ static bool umcg_slot_stageable(struct umcg_group *grp, u32 idx)
  * Worker @slot (current) has just moved to BLOCKED: give its core to the
  * worker staged on its server's word (uapi/umcg.h, "The staged next
  * worker"), if any.  Claims the stage with one compare-and-swap, makes the
- * staged worker RUNNING and wakes it on this CPU.  Returns true if it did:
- * the block's event is then queued without a poke.
+ * staged worker RUNNING and wakes it on this CPU.  Returns the staged
+ * worker's slot if it did (the block's event is then queued without a
+ * poke), else NULL.
  */
-static bool umcg_handoff(struct umcg_slot *slot)
+static struct umcg_slot *umcg_handoff(struct umcg_slot *slot)
 {
 	struct umcg_group *grp = slot->grp;
 	struct umcg_task *st, *tt;
@@ -217,17 +223,17 @@ static bool umcg_handoff(struct umcg_slot *slot)
 	sidx = umcg_server_of(slot, true);
 	spin_unlock(&grp->server_lock);
 	if (sidx < 0)
-		return false;
+		return NULL;
 	st = &grp->tasks[sidx];
 	next = READ_ONCE(st->next_slot);
 	if (!next || (next & UMCG_NEXT_TAKEN))
-		return false;
+		return NULL;
 	idx = UMCG_NEXT_IDX(next);
 	if (idx >= UMCG_KMOD_MAX_TASKS || idx == slot->idx ||
 	    !umcg_slot_stageable(grp, idx))
-		return false;
+		return NULL;
 	if (!try_cmpxchg(&st->next_slot, &next, next | UMCG_NEXT_TAKEN))
-		return false;	/* taken back by the library meanwhile */
+		return NULL;	/* taken back by the library meanwhile */
 
 	tt = &grp->tasks[idx];
 	s = READ_ONCE(tt->state);
@@ -235,14 +241,14 @@ static bool umcg_handoff(struct umcg_slot *slot)
 		if (umcg_state_of(s) != UMCG_TASK_RUNNABLE) {
 			/* The library broke the protocol: undo, poke. */
 			WRITE_ONCE(st->next_slot, next);
-			return false;
+			return NULL;
 		}
 	} while (!try_cmpxchg(&tt->state, &s,
 			      (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PREEMPT)) |
 			      UMCG_TASK_RUNNING));
 	WRITE_ONCE(tt->seq, READ_ONCE(tt->seq) + 1);
 	umcg_wake_slot(grp, idx, UMCG_WF_CURRENT_CPU);
-	return true;
+	return umcg_slot_at(grp, idx);
 }
 
 /* Record a kernel move of @task to @state (from @old); the caller owns it. */
@@ -297,6 +303,7 @@ static void umcg_work_done(struct umcg_slot *slot, int bit)
 void umcg_worker_sleeping(struct umcg_slot *slot)
 {
 	struct umcg_task *task = &slot->grp->tasks[slot->idx];
+	struct umcg_slot *next;
 	u32 s = READ_ONCE(task->state);
 
 	/* Asleep in a umcg wait: whatever the word says, not a block. */
@@ -317,6 +324,7 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 			    umcg_state_of(s) != UMCG_TASK_BLOCKED)
 				return;
 		} while (!umcg_move(task, &s, UMCG_TASK_DONE, 0));
+		trace_umcg_exit(slot, false);
 		umcg_event(slot);
 		return;
 	}
@@ -328,7 +336,9 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 	} while (!umcg_move(task, &s, UMCG_TASK_BLOCKED, 0));
 	WRITE_ONCE(task->cpu, raw_smp_processor_id());
 	WRITE_ONCE(task->blocked_ns, ktime_get_ns());
-	if (umcg_handoff(slot))
+	next = umcg_handoff(slot);
+	trace_umcg_block(slot, next);
+	if (next)
 		set_bit(slot->idx, slot->grp->events);
 	else
 		umcg_event(slot);
@@ -438,11 +448,15 @@ static void umcg_task_resume(struct callback_head *work)
 	if (umcg_work_valid(slot)) {
 		s = READ_ONCE(task->state);
 		/* Held before a stop, and not picked since: hold again. */
-		if (rehold && umcg_state_of(s) == UMCG_TASK_RUNNABLE)
+		if (rehold && umcg_state_of(s) == UMCG_TASK_RUNNABLE) {
+			trace_umcg_hold(slot, UMCG_TRACE_HOLD_AGAIN);
 			umcg_hold(slot);
+		}
 		while (umcg_state_of(s) == UMCG_TASK_BLOCKED) {
 			if (umcg_move(task, &s, UMCG_TASK_RUNNABLE, 0)) {
 				WRITE_ONCE(task->woken_ns, ktime_get_ns());
+				trace_umcg_wake(slot);
+				trace_umcg_hold(slot, UMCG_TRACE_HOLD_WAKE);
 				umcg_event(slot);
 				umcg_hold(slot);
 				break;
@@ -466,6 +480,7 @@ static void umcg_task_preempted(struct callback_head *work)
 		       (s & UMCG_TF_PREEMPT) && !(s & UMCG_TF_INLIB)) {
 			if (umcg_move(task, &s, UMCG_TASK_RUNNABLE,
 				      UMCG_TF_PREEMPT)) {
+				trace_umcg_hold(slot, UMCG_TRACE_HOLD_PREEMPT);
 				umcg_event(slot);
 				umcg_hold(slot);
 				break;

@@ -65,6 +65,7 @@
 #include <linux/xarray.h>
 
 #include "umcg_internal.h"
+#include "umcg_trace.h"
 
 /*
  * The groups whose task hash holds a slot, keyed by the thread group
@@ -258,9 +259,11 @@ static void umcg_slot_refs_put(struct rcu_head *rcu)
  */
 void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot)
 {
-	struct umcg_slot_refs *refs = kmalloc(sizeof(*refs), GFP_KERNEL_ACCOUNT);
+	struct umcg_slot_refs *refs;
 	unsigned int i;
 
+	trace_umcg_exit(slot, true);
+	refs = kmalloc(sizeof(*refs), GFP_KERNEL_ACCOUNT);
 	umcg_slot_unhash_task(slot);
 	/* Unless a new thread with its tid took the entry meanwhile. */
 	xa_cmpxchg(&grp->tids, slot->tid, slot, NULL, 0);
@@ -455,6 +458,7 @@ int umcg_task_add(struct umcg_group *grp,
 		spin_unlock(&grp->server_lock);
 	}
 	umcg_slot_hash_task(grp, slot);
+	trace_umcg_register(slot);
 
 	*task_off = (u64)slot->idx * sizeof(struct umcg_task);
 out:

@@ -21,6 +21,8 @@
  * last schedule), umcg_group.server_lock and wait queue locks, never a
  * mutex; they find their slot under RCU.  No user memory is touched (copy_{to,from}_user,
  * page faults) with a umcg lock held: the shared area is module memory.
+ * The tracepoints (umcg_trace.h) take no lock and may fire under any of
+ * these.
  *
  * Memory.  What a process makes the module allocate is charged to its
  * memory cgroup (GFP_KERNEL_ACCOUNT) and follows use: open() allocates

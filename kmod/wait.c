@@ -33,6 +33,7 @@
 #include <linux/wait.h>
 
 #include "umcg_internal.h"
+#include "umcg_trace.h"
 
 /* Is the state in @task's word RUNNING? */
 static bool umcg_task_running(const struct umcg_task *task)
@@ -166,10 +167,14 @@ static int umcg_target_check(struct umcg_group *grp, u32 tid)
 }
 
 /*
- * Wake the thread of @grp whose tid is @tid with @wake_flags.
+ * Wake the thread of @grp whose tid is @tid with @wake_flags: for
+ * UMCG_IOC_SWITCH of @self if @sw (a constant: the tracepoint is chosen at
+ * compile time), else for UMCG_IOC_WAKE.
  * Return: 0; -EPERM; -ESRCH (no live registered thread of the group).
  */
-static int umcg_wake(struct umcg_group *grp, u32 tid, int wake_flags)
+static __always_inline int umcg_wake(struct umcg_group *grp,
+				     struct umcg_slot *self, u32 tid,
+				     int wake_flags, const bool sw)
 {
 	struct umcg_slot *slot;
 	int ret = umcg_target_check(grp, tid);
@@ -180,6 +185,10 @@ static int umcg_wake(struct umcg_group *grp, u32 tid, int wake_flags)
 	rcu_read_lock();
 	slot = umcg_slot_of_tid(grp, tid);
 	if (slot) {
+		if (sw)
+			trace_umcg_switch(self, slot);
+		else
+			trace_umcg_pick(slot);
 		umcg_wake_slot(grp, slot->idx, wake_flags);
 		ret = 0;
 	}
@@ -215,7 +224,7 @@ int umcg_task_sleep(struct umcg_group *grp, u32 flags, u64 timeout_ns)
  */
 int umcg_task_wakeup(struct umcg_group *grp, u32 tid)
 {
-	return umcg_wake(grp, tid, 0);
+	return umcg_wake(grp, NULL, tid, 0, false);
 }
 
 /*
@@ -233,7 +242,7 @@ int umcg_task_switch(struct umcg_group *grp, u32 next_tid, u32 flags,
 
 	if (IS_ERR(self))
 		return PTR_ERR(self);
-	ret = umcg_wake(grp, next_tid, UMCG_WF_CURRENT_CPU);
+	ret = umcg_wake(grp, self, next_tid, UMCG_WF_CURRENT_CPU, true);
 	if (ret)
 		return ret;
 	return umcg_sleep(grp, self, flags, timeout_ns);
@@ -254,6 +263,7 @@ int umcg_task_preempt(struct umcg_group *grp, u32 tid)
 	rcu_read_lock();
 	slot = umcg_slot_of_tid(grp, tid);
 	if (slot && READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER) {
+		trace_umcg_preempt(slot);
 		umcg_worker_preempt(slot);
 		ret = 0;
 	}
