@@ -16,6 +16,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "probes.h"
 
 struct umcg_group *_Atomic umcg_group;
 __thread struct umcg_thread *umcg_current;
@@ -132,6 +133,7 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 	}
 	cds_list_add_tail(&t->all_node, &g->threads);
 	pthread_mutex_unlock(&g->threads_lock);
+	umcg_probe(register, t->tid);
 
 	umcg_current = t;
 	if (g->backend->kernel_moves)

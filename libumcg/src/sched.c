@@ -82,6 +82,7 @@
 
 #include "backend.h"
 #include "internal.h"
+#include "probes.h"
 
 uint64_t umcg_now_ns(void)
 {
@@ -89,6 +90,12 @@ uint64_t umcg_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* The CPU of core @idx of @g, for the probes; -1 for no core. */
+static inline int umcg_core_cpu(const struct umcg_group *g, int idx)
+{
+	return idx >= 0 && (unsigned int)idx < g->nr_cores ? g->cores[idx].cpu : -1;
 }
 
 /*
@@ -214,6 +221,7 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 	if (t) {
 		atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&c->stats.switches, 1, memory_order_relaxed);
+		umcg_probe(pick, t->tid, c->cpu);
 	}
 }
 
@@ -443,6 +451,7 @@ void umcg_core_sync_locked(struct umcg_core *c)
 	atomic_fetch_add_explicit(&c->stats.switches, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g->stats.handoffs, 1, memory_order_relaxed);
 	umcg_set_state_time(t);
+	umcg_probe(handoff, t->tid, c->cpu);
 	umcg_ref_put(t);
 }
 
@@ -582,6 +591,7 @@ void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flag
 	int core;
 
 	umcg_set_state_time(t);
+	umcg_probe(wake, t->tid, umcg_core_cpu(g, waker_core), flags);
 	core = g->policy->enqueue(g->policy_priv, t, waker_core, flags);
 	umcg_core_kick_idle(g, core, waker_core);
 	if (core < 0)
@@ -822,6 +832,7 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 	if (why & UMCG_ENQ_PREEMPT) {
 		atomic_fetch_add_explicit(&self->nr_preempts, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+		umcg_probe(preempt, self->tid, c->cpu);
 	} else {
 		atomic_fetch_add_explicit(&c->stats.yields, 1, memory_order_relaxed);
 	}
@@ -857,6 +868,7 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	if (ret)
 		return ret == -EAGAIN ? 0 : ret;
 	atomic_fetch_add_explicit(&c->stats.parks, 1, memory_order_relaxed);
+	umcg_probe(park, self->tid, c->cpu);
 	umcg_core_give(c, self);
 	ret = umcg_wait_for_core(self, abs_ns);
 	if (ret != -ETIMEDOUT)
@@ -897,6 +909,7 @@ int umcg_sched_block(struct umcg_thread *self)
 		return ret;
 	atomic_fetch_add_explicit(&self->nr_blocks, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+	umcg_probe(block, self->tid, c->cpu);
 	umcg_core_give(c, self);
 	return 0;
 }
@@ -999,11 +1012,13 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 		return ret;
 	}
 	if (permit) {
+		umcg_probe(switch, self->tid, c->cpu, t->tid);
 		umcg_make_runnable(self, c->idx, UMCG_ENQ_YIELD);
 		umcg_core_run(c, t);
 		return umcg_wait_for_core(self, 0);
 	}
 	atomic_fetch_add_explicit(&c->stats.parks, 1, memory_order_relaxed);
+	umcg_probe(switch, self->tid, c->cpu, t->tid);
 	umcg_core_install(c, t);
 	umcg_set_running(t);
 	seen = umcg_thread_load_state(self);
@@ -1030,6 +1045,7 @@ void umcg_sched_exit(struct umcg_thread *self)
 	} while (!umcg_state_cas(self, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
 					   UMCG_TASK_DONE));
 	umcg_set_state_time(self);
+	umcg_probe(exit, self->tid);
 	if (owns)
 		umcg_core_give(&g->cores[idx], self);
 }
@@ -1078,9 +1094,11 @@ static bool umcg_take_core_locked(struct umcg_core *c, struct umcg_thread *t,
 	if (preempted) {
 		atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+		umcg_probe(preempt, t->tid, c->cpu);
 	} else {
 		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+		umcg_probe(block, t->tid, c->cpu);
 	}
 	umcg_ref_put(t);
 	umcg_server_kick(c);
@@ -1108,6 +1126,7 @@ static void umcg_kernel_exited(struct umcg_group *g, struct umcg_thread *t)
 	if (g->backend->worker_gone)
 		g->backend->worker_gone(g, t);
 	umcg_set_state_time(t);
+	umcg_probe(exit, t->tid);
 	joiner = atomic_exchange(&t->joiner, UMCG_JOINER_DONE);
 	if (joiner && joiner != UMCG_JOINER_DONE) {
 		umcg_sched_unpark(joiner, -1);
@@ -1223,6 +1242,7 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 	if ((want & UMCG_KMOVE_RELEASED) && blocked) {
 		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+		umcg_probe(block, t->tid, tc->cpu);
 	}
 	if (freed)
 		umcg_server_kick(tc);
@@ -1230,6 +1250,7 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 		if (!blocked) {
 			atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
 			atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+			umcg_probe(preempt, t->tid, tc->cpu);
 		}
 		umcg_make_runnable(t, idx, blocked ? UMCG_ENQ_WAKEUP : UMCG_ENQ_PREEMPT);
 	} else if (want & UMCG_KMOVE_EXITED) {
