@@ -172,7 +172,7 @@ static struct umcg_thread *umcg_policy_take(struct umcg_core *c)
 		 * is not its to give; counted (umcg_dump()), never run, and
 		 * the policy asked again, a few times.
 		 */
-		atomic_fetch_add_explicit(&g->stats.policy_errors, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->policy_errors, 1, memory_order_relaxed);
 		if (tries == 8)
 			return NULL;
 	}
@@ -213,7 +213,7 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 	pthread_mutex_unlock(&c->lock);
 	if (t) {
 		atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&c->stats.switches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->stats->switches, 1, memory_order_relaxed);
 	}
 }
 
@@ -440,8 +440,9 @@ void umcg_core_sync_locked(struct umcg_core *c)
 	atomic_fetch_add(&c->nr_switches, 1);
 	umcg_core_slice_start(c);
 	atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&c->stats.switches, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats.handoffs, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats->switches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats->handoffs, 1, memory_order_relaxed);
+	umcg_stats_filled(c);
 	umcg_set_state_time(t);
 	umcg_ref_put(t);
 }
@@ -582,6 +583,8 @@ void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flag
 	int core;
 
 	umcg_set_state_time(t);
+	atomic_store_explicit(&t->ready_ns, umcg_now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&t->ready_why, flags, memory_order_relaxed);
 	core = g->policy->enqueue(g->policy_priv, t, waker_core, flags);
 	umcg_core_kick_idle(g, core, waker_core);
 	if (core < 0)
@@ -641,6 +644,7 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 		if (umcg_state_of(s) == UMCG_TASK_RUNNING) {
 			umcg_follow_core(self);
 			atomic_store(&self->awake, 1);
+			umcg_stats_handoff_done(self);
 			return 0;
 		}
 		/* Given a core, then taken for blocked before we woke: requeue. */
@@ -774,6 +778,7 @@ static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit
 	}
 	umcg_set_state_time(self);
 	*core = &g->cores[idx];
+	umcg_stats_vacated(*core, 0);
 	return 0;
 }
 
@@ -797,6 +802,7 @@ static void umcg_back_to_running(struct umcg_thread *self, struct umcg_core *c,
 		}
 		if (umcg_state_cas(self, &s, permit ? run | UMCG_TF_PERMIT : run)) {
 			umcg_run_started(self);
+			umcg_stats_filled(c);
 			return;
 		}
 		if (begun)
@@ -821,9 +827,9 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 	}
 	if (why & UMCG_ENQ_PREEMPT) {
 		atomic_fetch_add_explicit(&self->nr_preempts, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
 	} else {
-		atomic_fetch_add_explicit(&c->stats.yields, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->stats->yields, 1, memory_order_relaxed);
 	}
 	/* Queued before @next runs: a RUNNABLE thread is always held (C5). */
 	umcg_make_runnable(self, c->idx, why);
@@ -856,7 +862,7 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	ret = umcg_leave_running(self, UMCG_TASK_PARKED, true, &c);
 	if (ret)
 		return ret == -EAGAIN ? 0 : ret;
-	atomic_fetch_add_explicit(&c->stats.parks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats->parks, 1, memory_order_relaxed);
 	umcg_core_give(c, self);
 	ret = umcg_wait_for_core(self, abs_ns);
 	if (ret != -ETIMEDOUT)
@@ -896,7 +902,7 @@ int umcg_sched_block(struct umcg_thread *self)
 	if (ret)
 		return ret;
 	atomic_fetch_add_explicit(&self->nr_blocks, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
 	umcg_core_give(c, self);
 	return 0;
 }
@@ -1003,7 +1009,7 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 		umcg_core_run(c, t);
 		return umcg_wait_for_core(self, 0);
 	}
-	atomic_fetch_add_explicit(&c->stats.parks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats->parks, 1, memory_order_relaxed);
 	umcg_core_install(c, t);
 	umcg_set_running(t);
 	seen = umcg_thread_load_state(self);
@@ -1030,8 +1036,10 @@ void umcg_sched_exit(struct umcg_thread *self)
 	} while (!umcg_state_cas(self, &s, (s & ~(UMCG_TASK_STATE_MASK | UMCG_TF_PERMIT)) |
 					   UMCG_TASK_DONE));
 	umcg_set_state_time(self);
-	if (owns)
+	if (owns) {
+		umcg_stats_vacated(&g->cores[idx], 0);
 		umcg_core_give(&g->cores[idx], self);
+	}
 }
 
 /*
@@ -1074,13 +1082,14 @@ static bool umcg_take_core_locked(struct umcg_core *c, struct umcg_thread *t,
 	}
 	__atomic_store_n(&c->current, NULL, __ATOMIC_SEQ_CST);
 	atomic_fetch_add(&c->nr_switches, 1);
+	umcg_stats_vacated(c, preempted ? 0 : __atomic_load_n(&t->ut->blocked_ns, __ATOMIC_RELAXED));
 	umcg_set_state_time(t);
 	if (preempted) {
 		atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
 	} else {
 		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
 	}
 	umcg_ref_put(t);
 	umcg_server_kick(c);
@@ -1113,8 +1122,8 @@ static void umcg_kernel_exited(struct umcg_group *g, struct umcg_thread *t)
 		umcg_sched_unpark(joiner, -1);
 		umcg_ref_put(joiner);
 	}
-	atomic_fetch_add_explicit(&g->stats.exited, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
+	atomic_fetch_add_explicit(&g->stats->exited, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_release);
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
 }
 
@@ -1213,6 +1222,8 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 		if (!(k & UMCG_KMOVE_RELEASED) && tc->current == t) {
 			__atomic_store_n(&tc->current, NULL, __ATOMIC_SEQ_CST);
 			atomic_fetch_add(&tc->nr_switches, 1);
+			umcg_stats_vacated(tc, blocked ? __atomic_load_n(&t->ut->blocked_ns,
+									 __ATOMIC_RELAXED) : 0);
 			freed = true;
 		}
 		pthread_mutex_unlock(&tc->lock);
@@ -1222,14 +1233,14 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 	want &= ~k;
 	if ((want & UMCG_KMOVE_RELEASED) && blocked) {
 		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
 	}
 	if (freed)
 		umcg_server_kick(tc);
 	if (want & UMCG_KMOVE_QUEUED) {
 		if (!blocked) {
 			atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
 		}
 		umcg_make_runnable(t, idx, blocked ? UMCG_ENQ_WAKEUP : UMCG_ENQ_PREEMPT);
 	} else if (want & UMCG_KMOVE_EXITED) {
