@@ -22,50 +22,10 @@ set -u
 part=${1:?usage: top.sh batch|tmux|access|malformed}
 umcgctl=${UMCGCTL:?}
 workload=${TOP_WORKLOAD:?}
-n=0 fail=0
-tmp=$(mktemp -d /tmp/umcg-top.XXXXXX)
-wpid=
-
-cleanup() {
-	[ -n "$wpid" ] && kill "$wpid" 2> /dev/null && wait "$wpid" 2> /dev/null
+. "$(dirname "$0")/lib.sh"
+cleanup_more() {
 	[ -n "${tmux_sock:-}" ] && tmux -L "$tmux_sock" kill-server 2> /dev/null
 	[ -n "${spid:-}" ] && kill "$spid" 2> /dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-ok() { n=$((n + 1)); echo "ok $n $*"; }
-not_ok() { n=$((n + 1)); echo "not ok $n $*"; fail=$((fail + 1)); }
-check() { # check DESCRIPTION CMD...: ok when CMD succeeds
-	local what=$1
-	shift
-	if "$@"; then ok "$what"; else not_ok "$what"; fi
-}
-skip_all() { echo "1..0 # SKIP $*"; exit 77; }
-
-need() { command -v "$1" > /dev/null || skip_all "no $1 here"; }
-
-# Starts the workload (ARGS) with its stdin on a fifo; sets wpid.
-start_workload() {
-	rm -f "$tmp/in" "$tmp/out"
-	mkfifo "$tmp/in"
-	"$workload" "$@" < "$tmp/in" > "$tmp/out" 2> "$tmp/err" &
-	wpid=$!
-	exec 9> "$tmp/in"	# the workload runs until this closes
-	for _ in $(seq 100); do
-		grep -q '^ready' "$tmp/out" 2> /dev/null && return 0
-		sleep 0.1
-	done
-	echo "# workload did not start: $(cat "$tmp/err")"
-	return 1
-}
-
-stop_workload() {
-	exec 9>&-
-	wait "$wpid"
-	local rc=$?
-	wpid=
-	return $rc
 }
 
 # check_json FILE Y B P CORES: every sample of FILE (umcgctl top --json)
