@@ -121,6 +121,8 @@ part_gdb() {
 }
 
 part_core() {
+	[ "${TOP_SANITIZED:-0}" = 1 ] &&
+		skip_all "sanitizer build: gcore would dump the sanitizer's shadow memory"
 	need gdb
 	need gcore
 	need python3
