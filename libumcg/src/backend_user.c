@@ -283,6 +283,7 @@ static int user_init(struct umcg_group *g)
 		return ret;
 	}
 	pthread_setname_np(u->monitor, "umcg-monitor");
+	umcg_stats_own_thread(g);
 	return 0;
 }
 

@@ -31,19 +31,19 @@ int umcg_stats(struct umcg_stats *st)
 	 * live first: a worker counts itself exited, then not live (a
 	 * release), so a @live read here covers every exit it no longer counts.
 	 */
-	st->live = atomic_load_explicit(&g->stats.live, memory_order_acquire);
-	st->spawned = atomic_load(&g->stats.spawned);
-	st->exited = atomic_load(&g->stats.exited);
+	st->live = atomic_load_explicit(&g->stats->live, memory_order_acquire);
+	st->spawned = atomic_load(&g->stats->spawned);
+	st->exited = atomic_load(&g->stats->exited);
 	st->switches = st->yields = st->parks = 0;
 	for (unsigned int i = 0; i < g->nr_cores; i++) {
-		st->switches += atomic_load(&g->cores[i].stats.switches);
-		st->yields += atomic_load(&g->cores[i].stats.yields);
-		st->parks += atomic_load(&g->cores[i].stats.parks);
+		st->switches += atomic_load(&g->cores[i].stats->switches);
+		st->yields += atomic_load(&g->cores[i].stats->yields);
+		st->parks += atomic_load(&g->cores[i].stats->parks);
 	}
-	st->blocks = atomic_load(&g->stats.blocks);
-	st->preempts = atomic_load(&g->stats.preempts);
-	st->steals = atomic_load(&g->stats.steals);
-	st->handoffs = atomic_load(&g->stats.handoffs);
+	st->blocks = atomic_load(&g->stats->blocks);
+	st->preempts = atomic_load(&g->stats->preempts);
+	st->steals = atomic_load(&g->stats->steals);
+	st->handoffs = atomic_load(&g->stats->handoffs);
 	return 0;
 }
 
@@ -72,8 +72,8 @@ int umcg_dump(FILE *f)
 		(unsigned long long)st.spawned, (unsigned long long)st.exited);
 	/* Threads left unmanaged (a backend's limit), a policy's wrong picks. */
 	fprintf(f, "umcg: refused %llu policy-errors %llu\n",
-		(unsigned long long)atomic_load(&g->stats.refused),
-		(unsigned long long)atomic_load(&g->stats.policy_errors));
+		(unsigned long long)atomic_load(&g->stats->refused),
+		(unsigned long long)atomic_load(&g->stats->policy_errors));
 
 	pthread_mutex_lock(&g->threads_lock);
 	for (unsigned int i = 0; i < g->nr_cores; i++) {

@@ -39,6 +39,7 @@
 #include <umcg.h>
 #include <umcg/policy.h>
 #include <uapi/umcg.h>
+#include <uapi/umcg_stats.h>
 
 #define UMCG_CACHELINE	64
 
@@ -49,6 +50,51 @@
 #define UMCG_THREAD_JOINED	(1U << 3)	/* umcg_join() took it */
 
 struct umcg_group;
+
+/*
+ * The counters, as the runtime updates them (relaxed atomics): the very
+ * words of struct umcg_stats_header's spawned_total..policy_errors_total
+ * and of struct umcg_stats_core's switches_total..hist
+ * (uapi/umcg_stats.h), whose layout the asserts below tie these to.
+ */
+struct umcg_group_counters {
+	_Atomic uint64_t spawned, exited;
+	_Atomic uint64_t blocks, preempts, steals, live, handoffs;
+	/* Threads umcg_attach() or umcg_spawn() could not make workers. */
+	_Atomic uint64_t refused;
+	/* Picks a policy got wrong (a thread not RUNNABLE), ignored. */
+	_Atomic uint64_t policy_errors;
+};
+
+struct umcg_core_counters {
+	_Atomic uint64_t switches, yields, parks;
+	/* When the core lost its owner, 0 once sampled (stats.c). */
+	_Atomic uint64_t vacated_ns;
+	_Atomic uint64_t hist[UMCG_STATS_HIST_BUCKETS];
+};
+
+#define UMCG_COUNTER_AT(type, field, uapi, ufield)				\
+	_Static_assert(__builtin_offsetof(struct type, field) ==		\
+		       __builtin_offsetof(struct uapi, ufield) -		\
+		       __builtin_offsetof(struct uapi, UMCG_COUNTER_BASE_##uapi), \
+		       #field " matches " #ufield)
+#define UMCG_COUNTER_BASE_umcg_stats_header	spawned_total
+#define UMCG_COUNTER_BASE_umcg_stats_core	switches_total
+_Static_assert(sizeof(_Atomic uint64_t) == sizeof(__u64), "lock-free 64-bit counters");
+UMCG_COUNTER_AT(umcg_group_counters, spawned, umcg_stats_header, spawned_total);
+UMCG_COUNTER_AT(umcg_group_counters, exited, umcg_stats_header, exited_total);
+UMCG_COUNTER_AT(umcg_group_counters, blocks, umcg_stats_header, blocks_total);
+UMCG_COUNTER_AT(umcg_group_counters, preempts, umcg_stats_header, preempts_total);
+UMCG_COUNTER_AT(umcg_group_counters, steals, umcg_stats_header, steals_total);
+UMCG_COUNTER_AT(umcg_group_counters, live, umcg_stats_header, live);
+UMCG_COUNTER_AT(umcg_group_counters, handoffs, umcg_stats_header, handoffs_total);
+UMCG_COUNTER_AT(umcg_group_counters, refused, umcg_stats_header, refused_total);
+UMCG_COUNTER_AT(umcg_group_counters, policy_errors, umcg_stats_header, policy_errors_total);
+UMCG_COUNTER_AT(umcg_core_counters, switches, umcg_stats_core, switches_total);
+UMCG_COUNTER_AT(umcg_core_counters, yields, umcg_stats_core, yields_total);
+UMCG_COUNTER_AT(umcg_core_counters, parks, umcg_stats_core, parks_total);
+UMCG_COUNTER_AT(umcg_core_counters, vacated_ns, umcg_stats_core, vacated_ns);
+UMCG_COUNTER_AT(umcg_core_counters, hist, umcg_stats_core, hist);
 
 struct umcg_thread {
 	/* Storage of the state word for backends that do not map their own. */
@@ -122,6 +168,12 @@ struct umcg_thread {
 
 	/* Statistics; written by whoever changes the state. */
 	_Atomic uint64_t state_since_ns;
+	/*
+	 * When it was last handed to the policy, and why (UMCG_ENQ_*): the
+	 * hand-off latency's start (stats.c) and "woken" in the snapshot.
+	 */
+	_Atomic uint64_t ready_ns;
+	_Atomic uint32_t ready_why;
 	_Atomic uint64_t nr_switches;
 	_Atomic uint64_t nr_blocks;
 	_Atomic uint64_t nr_preempts;
@@ -149,10 +201,9 @@ struct umcg_core {
 	/*
 	 * Counters of what happened on this core (umcg_stats() adds them up):
 	 * per core, so that no switch writes a cache line shared by all.
+	 * They live in the group's statistics area (stats.c).
 	 */
-	struct {
-		_Atomic uint64_t switches, yields, parks;
-	} stats;
+	struct umcg_core_counters *stats;
 	struct umcg_group *group;
 } __attribute__((aligned(UMCG_CACHELINE)));
 
@@ -175,15 +226,12 @@ struct umcg_group {
 	pthread_mutex_t threads_lock;
 	struct cds_list_head threads;
 
-	/* Group-wide counters; the per-switch ones are per core (c->stats). */
-	struct {
-		_Atomic uint64_t spawned, exited;
-		_Atomic uint64_t blocks, preempts, steals, live, handoffs;
-		/* Threads umcg_attach() or umcg_spawn() could not make workers. */
-		_Atomic uint64_t refused;
-		/* Picks a policy got wrong (a thread not RUNNABLE), ignored. */
-		_Atomic uint64_t policy_errors;
-	} stats;
+	/*
+	 * Group-wide counters; the per-switch ones are per core (c->stats).
+	 * Both in the statistics area (stats.c), which "umcgctl top" reads.
+	 */
+	struct umcg_group_counters *stats;
+	struct umcg_stats_area *stats_area;
 
 	_Atomic int dump_signal;
 	_Atomic uint32_t dump_requested;
@@ -335,6 +383,28 @@ bool umcg_kernel_made_runnable(const struct umcg_thread *t);
 
 /* runtime.c */
 int umcg_thread_register(struct umcg_group *g, struct umcg_thread *t);
+
+/*
+ * stats.c: the statistics area (uapi/umcg_stats.h).  _create() maps it
+ * and points g->stats and every core's stats into it (published as
+ * /dev/shm/umcg.<pid> unless $UMCG_STATS is "0"; anonymous memory if that
+ * fails); -ENOMEM only if no memory at all.  _start() starts the stats
+ * thread of a published area, once the group is set up; _unpublish()
+ * stops it and removes the name (umcg_fini()); _destroy() unmaps it, when
+ * the group's memory goes.
+ */
+int umcg_stats_area_create(struct umcg_group *g, const char *backend, const char *policy);
+int umcg_stats_area_start(struct umcg_group *g);
+void umcg_stats_area_unpublish(struct umcg_group *g);
+void umcg_stats_area_destroy(struct umcg_group *g);
+/* One more of libumcg's own threads runs (umcg_own_thread_create()). */
+void umcg_stats_own_thread(struct umcg_group *g);
+/* Core @c lost its owner at @ns (0: now): a hand-off begins. */
+void umcg_stats_vacated(struct umcg_core *c, uint64_t ns);
+/* @c has an owner again that will not sample (kernel-run stage). */
+void umcg_stats_filled(struct umcg_core *c);
+/* @self, given core @c, is back from its wait: sample the hand-off. */
+void umcg_stats_handoff_done(struct umcg_thread *self);
 
 /* policy_*.c */
 extern const struct umcg_policy_ops umcg_policy_steal;

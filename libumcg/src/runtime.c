@@ -119,7 +119,7 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 	pthread_mutex_lock(&g->threads_lock);
 	ret = atomic_load(&g->stopping) ? -ESRCH : g->backend->worker_register(g, t);
 	if (ret && ret != -ESRCH)
-		atomic_fetch_add_explicit(&g->stats.refused, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->refused, 1, memory_order_relaxed);
 	if (ret) {
 		if (!g->backend->kernel_moves)
 			umcg_in_lib_dec(t);
@@ -128,7 +128,7 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 		if (g->backend->worker_unreserve)
 			g->backend->worker_unreserve(g);
 		atomic_fetch_or(&t->flags, UMCG_THREAD_RELEASED);
-		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
+		atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_release);
 		return ret;
 	}
 	cds_list_add_tail(&t->all_node, &g->threads);
@@ -211,8 +211,8 @@ static void umcg_thread_finish(struct umcg_thread *t)
 		umcg_ref_put(joiner);
 	}
 	if (!released) {
-		atomic_fetch_add_explicit(&g->stats.exited, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
+		atomic_fetch_add_explicit(&g->stats->exited, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_release);
 	}
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
 	/* A detached thread owns itself; a handle may keep it (DONE). */
@@ -323,9 +323,12 @@ int umcg_init(const struct umcg_config *cfg)
 		g->cores[i].group = g;
 	}
 
-	ret = g->policy->init ? g->policy->init(&g->policy_priv, nr) : 0;
+	ret = umcg_stats_area_create(g, backend->name, g->policy->name);
 	if (ret)
 		goto out_cores;
+	ret = g->policy->init ? g->policy->init(&g->policy_priv, nr) : 0;
+	if (ret)
+		goto out_stats;
 	ret = backend->init(g);
 	if (ret)
 		goto out_policy;
@@ -347,7 +350,13 @@ int umcg_init(const struct umcg_config *cfg)
 		}
 		snprintf(name, sizeof(name), "umcg-server-%u", i % 1000);
 		pthread_setname_np(g->cores[i].server, name);
+		umcg_stats_own_thread(g);
 	}
+	/* Without its stats thread the group runs on, unpublished. */
+	if (umcg_stats_area_start(g))
+		umcg_stats_area_unpublish(g);
+	else
+		umcg_stats_own_thread(g);
 	free(cpus);
 	pthread_mutex_unlock(&umcg_init_lock);
 
@@ -362,6 +371,8 @@ int umcg_init(const struct umcg_config *cfg)
 out_policy:
 	if (g->policy->fini)
 		g->policy->fini(g->policy_priv);
+out_stats:
+	umcg_stats_area_destroy(g);
 out_cores:
 	free(g->cores);
 out_group:
@@ -391,6 +402,8 @@ int umcg_fini(void)
 		pthread_mutex_unlock(&umcg_init_lock);
 		return -ESRCH;
 	}
+	/* Readers see the group go first; the stats thread stops. */
+	umcg_stats_area_unpublish(g);
 	atomic_store(&g->stopping, true);
 	for (unsigned int i = 0; i < g->nr_cores; i++) {
 		umcg_server_kick(&g->cores[i]);
@@ -414,7 +427,7 @@ int umcg_fini(void)
 			g->backend->worker_release(g, t);
 		umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
 	}
-	live = atomic_load(&g->stats.live);
+	live = atomic_load(&g->stats->live);
 	pthread_mutex_unlock(&g->threads_lock);
 	atomic_store(&umcg_group, NULL);
 
@@ -426,6 +439,7 @@ int umcg_fini(void)
 	if (!live) {
 		if (g->policy->fini)
 			g->policy->fini(g->policy_priv);
+		umcg_stats_area_destroy(g);
 		free(g->cores);
 		free(g);
 	}
@@ -484,7 +498,7 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 	if (g->backend->worker_reserve) {
 		ret = g->backend->worker_reserve(g);
 		if (ret) {
-			atomic_fetch_add_explicit(&g->stats.refused, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&g->stats->refused, 1, memory_order_relaxed);
 			return ret;
 		}
 	}
@@ -520,8 +534,8 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 		pthread_attr_setdetachstate(&pa, PTHREAD_CREATE_DETACHED);
 	if (tp)
 		*tp = t;
-	atomic_fetch_add_explicit(&g->stats.spawned, 1, memory_order_relaxed);
-	live = atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed) + 1;
+	atomic_fetch_add_explicit(&g->stats->spawned, 1, memory_order_relaxed);
+	live = atomic_fetch_add_explicit(&g->stats->live, 1, memory_order_relaxed) + 1;
 	self = umcg_lib_hold();
 	umcg_futex_hash_fit(g, live);
 	ret = -pthread_create(&t->pthread, &pa, umcg_worker_main, t);
@@ -535,8 +549,8 @@ int umcg_spawn(umcg_thread_t **tp, const struct umcg_attr *attr,
 	umcg_lib_unhold(self);
 	pthread_attr_destroy(&pa);
 	if (ret) {
-		atomic_fetch_sub_explicit(&g->stats.spawned, 1, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&g->stats->spawned, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_relaxed);
 		if (tp)
 			*tp = NULL;
 		free(t);
@@ -646,7 +660,7 @@ int umcg_attach(umcg_thread_t **tp)
 	if (g->backend->worker_reserve) {
 		ret = g->backend->worker_reserve(g);
 		if (ret) {
-			atomic_fetch_add_explicit(&g->stats.refused, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&g->stats->refused, 1, memory_order_relaxed);
 			return ret;
 		}
 	}
@@ -660,12 +674,12 @@ int umcg_attach(umcg_thread_t **tp)
 	t->group = g;
 	atomic_fetch_or(&t->flags, UMCG_THREAD_ATTACHED);
 	pthread_getname_np(t->pthread, t->name, sizeof(t->name));
-	atomic_fetch_add_explicit(&g->stats.spawned, 1, memory_order_relaxed);
-	live = atomic_fetch_add_explicit(&g->stats.live, 1, memory_order_relaxed) + 1;
+	atomic_fetch_add_explicit(&g->stats->spawned, 1, memory_order_relaxed);
+	live = atomic_fetch_add_explicit(&g->stats->live, 1, memory_order_relaxed) + 1;
 	umcg_futex_hash_fit(g, live);
 	ret = umcg_thread_start(g, t, -1);
 	if (ret) {
-		atomic_fetch_sub_explicit(&g->stats.spawned, 1, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&g->stats->spawned, 1, memory_order_relaxed);
 		free(t);
 		return ret;
 	}

@@ -179,7 +179,7 @@ static struct umcg_thread *umcg_policy_take(struct umcg_core *c)
 		 * is not its to give; counted (umcg_dump()), never run, and
 		 * the policy asked again, a few times.
 		 */
-		atomic_fetch_add_explicit(&g->stats.policy_errors, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->policy_errors, 1, memory_order_relaxed);
 		if (tries == 8)
 			return NULL;
 	}
@@ -220,7 +220,7 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 	pthread_mutex_unlock(&c->lock);
 	if (t) {
 		atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&c->stats.switches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->stats->switches, 1, memory_order_relaxed);
 		umcg_probe(pick, t->tid, c->cpu);
 	}
 }
@@ -448,8 +448,9 @@ void umcg_core_sync_locked(struct umcg_core *c)
 	atomic_fetch_add(&c->nr_switches, 1);
 	umcg_core_slice_start(c);
 	atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&c->stats.switches, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats.handoffs, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats->switches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats->handoffs, 1, memory_order_relaxed);
+	umcg_stats_filled(c);
 	umcg_set_state_time(t);
 	umcg_probe(handoff, t->tid, c->cpu);
 	umcg_ref_put(t);
@@ -591,6 +592,8 @@ void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flag
 	int core;
 
 	umcg_set_state_time(t);
+	atomic_store_explicit(&t->ready_ns, umcg_now_ns(), memory_order_relaxed);
+	atomic_store_explicit(&t->ready_why, flags, memory_order_relaxed);
 	umcg_probe(wake, t->tid, umcg_core_cpu(g, waker_core), flags);
 	core = g->policy->enqueue(g->policy_priv, t, waker_core, flags);
 	umcg_core_kick_idle(g, core, waker_core);
@@ -651,6 +654,7 @@ int umcg_wait_for_core(struct umcg_thread *self, uint64_t abs_ns)
 		if (umcg_state_of(s) == UMCG_TASK_RUNNING) {
 			umcg_follow_core(self);
 			atomic_store(&self->awake, 1);
+			umcg_stats_handoff_done(self);
 			return 0;
 		}
 		/* Given a core, then taken for blocked before we woke: requeue. */
@@ -784,6 +788,7 @@ static int umcg_leave_running(struct umcg_thread *self, uint32_t to, bool permit
 	}
 	umcg_set_state_time(self);
 	*core = &g->cores[idx];
+	umcg_stats_vacated(*core, 0);
 	return 0;
 }
 
@@ -807,6 +812,7 @@ static void umcg_back_to_running(struct umcg_thread *self, struct umcg_core *c,
 		}
 		if (umcg_state_cas(self, &s, permit ? run | UMCG_TF_PERMIT : run)) {
 			umcg_run_started(self);
+			umcg_stats_filled(c);
 			return;
 		}
 		if (begun)
@@ -831,10 +837,10 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 	}
 	if (why & UMCG_ENQ_PREEMPT) {
 		atomic_fetch_add_explicit(&self->nr_preempts, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
 		umcg_probe(preempt, self->tid, c->cpu);
 	} else {
-		atomic_fetch_add_explicit(&c->stats.yields, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&c->stats->yields, 1, memory_order_relaxed);
 	}
 	/* Queued before @next runs: a RUNNABLE thread is always held (C5). */
 	umcg_make_runnable(self, c->idx, why);
@@ -867,7 +873,7 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
 	ret = umcg_leave_running(self, UMCG_TASK_PARKED, true, &c);
 	if (ret)
 		return ret == -EAGAIN ? 0 : ret;
-	atomic_fetch_add_explicit(&c->stats.parks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats->parks, 1, memory_order_relaxed);
 	umcg_probe(park, self->tid, c->cpu);
 	umcg_core_give(c, self);
 	ret = umcg_wait_for_core(self, abs_ns);
@@ -908,7 +914,7 @@ int umcg_sched_block(struct umcg_thread *self)
 	if (ret)
 		return ret;
 	atomic_fetch_add_explicit(&self->nr_blocks, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
 	umcg_probe(block, self->tid, c->cpu);
 	umcg_core_give(c, self);
 	return 0;
@@ -1017,7 +1023,7 @@ int umcg_sched_switch(struct umcg_thread *self, struct umcg_thread *t)
 		umcg_core_run(c, t);
 		return umcg_wait_for_core(self, 0);
 	}
-	atomic_fetch_add_explicit(&c->stats.parks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats->parks, 1, memory_order_relaxed);
 	umcg_probe(switch, self->tid, c->cpu, t->tid);
 	umcg_core_install(c, t);
 	umcg_set_running(t);
@@ -1046,8 +1052,10 @@ void umcg_sched_exit(struct umcg_thread *self)
 					   UMCG_TASK_DONE));
 	umcg_set_state_time(self);
 	umcg_probe(exit, self->tid);
-	if (owns)
+	if (owns) {
+		umcg_stats_vacated(&g->cores[idx], 0);
 		umcg_core_give(&g->cores[idx], self);
+	}
 }
 
 /*
@@ -1090,14 +1098,15 @@ static bool umcg_take_core_locked(struct umcg_core *c, struct umcg_thread *t,
 	}
 	__atomic_store_n(&c->current, NULL, __ATOMIC_SEQ_CST);
 	atomic_fetch_add(&c->nr_switches, 1);
+	umcg_stats_vacated(c, preempted ? 0 : __atomic_load_n(&t->ut->blocked_ns, __ATOMIC_RELAXED));
 	umcg_set_state_time(t);
 	if (preempted) {
 		atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
 		umcg_probe(preempt, t->tid, c->cpu);
 	} else {
 		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
 		umcg_probe(block, t->tid, c->cpu);
 	}
 	umcg_ref_put(t);
@@ -1132,8 +1141,8 @@ static void umcg_kernel_exited(struct umcg_group *g, struct umcg_thread *t)
 		umcg_sched_unpark(joiner, -1);
 		umcg_ref_put(joiner);
 	}
-	atomic_fetch_add_explicit(&g->stats.exited, 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&g->stats.live, 1, memory_order_release);
+	atomic_fetch_add_explicit(&g->stats->exited, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_release);
 	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
 }
 
@@ -1232,6 +1241,8 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 		if (!(k & UMCG_KMOVE_RELEASED) && tc->current == t) {
 			__atomic_store_n(&tc->current, NULL, __ATOMIC_SEQ_CST);
 			atomic_fetch_add(&tc->nr_switches, 1);
+			umcg_stats_vacated(tc, blocked ? __atomic_load_n(&t->ut->blocked_ns,
+									 __ATOMIC_RELAXED) : 0);
 			freed = true;
 		}
 		pthread_mutex_unlock(&tc->lock);
@@ -1241,7 +1252,7 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 	want &= ~k;
 	if ((want & UMCG_KMOVE_RELEASED) && blocked) {
 		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats.blocks, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
 		umcg_probe(block, t->tid, tc->cpu);
 	}
 	if (freed)
@@ -1249,7 +1260,7 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 	if (want & UMCG_KMOVE_QUEUED) {
 		if (!blocked) {
 			atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&g->stats.preempts, 1, memory_order_relaxed);
+			atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
 			umcg_probe(preempt, t->tid, tc->cpu);
 		}
 		umcg_make_runnable(t, idx, blocked ? UMCG_ENQ_WAKEUP : UMCG_ENQ_PREEMPT);

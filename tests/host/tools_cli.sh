@@ -53,8 +53,20 @@ ctl_checks=(
 	"2|unknown command 'frobnicate'|frobnicate"
 )
 
+# "umcgctl top" needs no sched_ext: checked whenever umcgctl is there.
+top_checks=(
+	"0|Usage: umcgctl top|top --help"
+	"2|bad --delay '0'|top -d 0"
+	"2|bad --delay 'x'|top -b -d x"
+	"2|bad --count '0'|top -b -n 0"
+	"2|bad --pid 'abc'|top -p abc"
+	"2|option '--pid' needs an argument|top --pid"
+	"2|unknown option '--bogus'|top --bogus"
+	"2|unexpected argument 'extra'|top -b extra"
+)
+
 echo "TAP version 13"
-echo "1..$((10 + ${#ctl_checks[@]}))"
+echo "1..$((10 + ${#ctl_checks[@]} + ${#top_checks[@]}))"
 check 0 "Usage: umcg-vm" "$top/tools/umcg-vm" --help
 check 2 "unknown option '--bogus'" "$top/tools/umcg-vm" --bogus test x
 check 2 "expected a positive number" "$top/tools/umcg-vm" --cpus two test x
@@ -77,6 +89,15 @@ for c in "${ctl_checks[@]}"; do
 	# shellcheck disable=SC2086 # the arguments split on purpose
 	if [ -n "$ctl_skip" ]; then
 		skip "$ctl_skip" umcgctl $args
+	else
+		check "$rc" "$text" "$umcgctl" $args
+	fi
+done
+for c in "${top_checks[@]}"; do
+	IFS='|' read -r rc text args <<< "$c"
+	# shellcheck disable=SC2086 # the arguments split on purpose
+	if [ ! -x "$umcgctl" ]; then
+		skip "no umcgctl at $umcgctl (set UMCGCTL)" umcgctl $args
 	else
 		check "$rc" "$text" "$umcgctl" $args
 	fi

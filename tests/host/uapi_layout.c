@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * uapi_layout - the ABI of uapi/umcg.h and uapi/umcg_scx.h as user space
+ * uapi_layout - the ABI of uapi/umcg.h, uapi/umcg_scx.h and uapi/umcg_stats.h as user space
  * compiles it: field offsets, published sizes, ioctl encodings and
  * state-word masks.  A change that breaks the ABI breaks this test.
  */
@@ -13,6 +13,7 @@
 #include "kselftest_harness.h"
 #include "kmod_probe.h"
 #include <uapi/umcg_scx.h>
+#include <uapi/umcg_stats.h>
 
 TEST(task_layout)
 {
@@ -69,6 +70,39 @@ TEST(scx_layout)
 	EXPECT_EQ(0, (UMCG_SCX_REGISTER_DOORBELL | UMCG_SCX_REGISTER_SLICE |
 		      UMCG_SCX_REGISTER_IN_LIB) &
 		     (UMCG_REGISTER_WORKER | UMCG_REGISTER_SERVER));
+}
+
+/* The statistics area "umcgctl top" reads (uapi/umcg_stats.h). */
+TEST(stats_layout)
+{
+	EXPECT_EQ(0, memcmp("umcgstat", &(__u64){ UMCG_STATS_MAGIC }, 8));
+	EXPECT_EQ(0, offsetof(struct umcg_stats_header, magic));
+	EXPECT_EQ(8, offsetof(struct umcg_stats_header, version));
+	EXPECT_EQ(12, offsetof(struct umcg_stats_header, header_size));
+	EXPECT_EQ(16, offsetof(struct umcg_stats_header, core_size));
+	EXPECT_EQ(20, offsetof(struct umcg_stats_header, nr_cores));
+	EXPECT_EQ(24, offsetof(struct umcg_stats_header, size));
+	EXPECT_EQ(32, offsetof(struct umcg_stats_header, pid));
+	EXPECT_EQ(48, offsetof(struct umcg_stats_header, backend));
+	EXPECT_EQ(80, offsetof(struct umcg_stats_header, own_threads));
+	EXPECT_EQ(96, offsetof(struct umcg_stats_header, spawned_total));
+	EXPECT_EQ(160, offsetof(struct umcg_stats_header, policy_errors_total));
+	EXPECT_EQ(168, offsetof(struct umcg_stats_header, req_seq));
+	EXPECT_EQ(172, offsetof(struct umcg_stats_header, snap_seq));
+	EXPECT_EQ(184, offsetof(struct umcg_stats_header, state));
+	EXPECT_EQ(216, offsetof(struct umcg_stats_header, workers));
+	EXPECT_EQ(UMCG_STATS_HEADER_SIZE, sizeof(struct umcg_stats_header));
+	EXPECT_EQ(0, offsetof(struct umcg_stats_core, switches_total));
+	EXPECT_EQ(24, offsetof(struct umcg_stats_core, vacated_ns));
+	EXPECT_EQ(32, offsetof(struct umcg_stats_core, hist));
+	EXPECT_EQ(288, offsetof(struct umcg_stats_core, cpu));
+	EXPECT_EQ(292, offsetof(struct umcg_stats_core, cur_tid));
+	EXPECT_EQ(296, offsetof(struct umcg_stats_core, cur_name));
+	EXPECT_EQ(UMCG_STATS_CORE_SIZE, sizeof(struct umcg_stats_core));
+	/* Whole cache lines: each core's counters share a line with no other's. */
+	EXPECT_EQ(0, UMCG_STATS_HEADER_SIZE % 64);
+	EXPECT_EQ(0, UMCG_STATS_CORE_SIZE % 64);
+	EXPECT_EQ(448 + 3 * 512, UMCG_STATS_SIZE(3));
 }
 
 TEST(ioctl_numbers)

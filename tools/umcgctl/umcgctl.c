@@ -7,6 +7,7 @@
  *                             threads and children)
  *   umcgctl dump PID          ask a libumcg process (umcg-run's, or one that
  *                             called umcg_dump_on_signal()) for a thread dump
+ *   umcgctl top               live view of the libumcg processes (top.c)
  *   umcgctl load|unload       put the umcg sched_ext scheduler in place for
  *                             the machine, pinned in bpffs, or take it away
  *   umcgctl status|stats      how it is doing
@@ -50,6 +51,7 @@ static void usage(FILE *f)
 	fprintf(f, "Usage: umcgctl info\n"
 		   "       umcgctl ext [--] COMMAND [ARG]...\n"
 		   "       umcgctl dump PID\n"
+		   "       umcgctl top [-p PID] [-d SECS] [-n COUNT] [-b] [--json]\n"
 		   "       umcgctl load [--group GROUP | --users] [--slice-us US]\n"
 		   "                    [--timeout-ms MS] [-v]\n"
 		   "       umcgctl unload\n"
@@ -68,6 +70,8 @@ static void usage(FILE *f)
 		   "          standard error: every worker, its state, core, time in\n"
 		   "          state and switch counts.  Sends $UMCG_DUMP_SIGNAL\n"
 		   "          (default USR2), and only if PID catches that signal\n"
+		   "  top     live view of the libumcg processes: workers per state,\n"
+		   "          switches and blocks per second, hand-off latency, cores\n"
 		   "  load    (root) load the umcg sched_ext scheduler for the whole\n"
 		   "          machine and leave it attached, pinned in bpffs; usable\n"
 		   "          by root only, by GROUP's members too, or by every user\n"
@@ -77,8 +81,8 @@ static void usage(FILE *f)
 		   "  stats   its counters, summed over the CPUs (-v: per CPU)\n"
 		   "  eject   (root, testing aid) make it eject itself\n"
 		   "\n"
-		   "\"umcgctl COMMAND --help\" details load, unload, status, stats and\n"
-		   "eject, with their exit statuses.  Otherwise: 0 done, 1 failed (as\n"
+		   "\"umcgctl COMMAND --help\" details top, load, unload, status, stats\n"
+		   "and eject, with their exit statuses.  Otherwise: 0 done, 1 failed (as\n"
 		   "printed), 2 bad arguments.  See Documentation/umcgctl.md.\n");
 }
 
@@ -290,6 +294,8 @@ int main(int argc, char **argv)
 		return cmd_ext(argc - 2, argv + 2);
 	if (argc >= 2 && !strcmp(argv[1], "dump"))
 		return cmd_dump(argc - 2, argv + 2);
+	if (argc >= 2 && !strcmp(argv[1], "top"))
+		return umcgctl_top(argc - 1, argv + 1);
 	for (size_t i = 0; argc >= 2 && i < sizeof(scx_cmds) / sizeof(scx_cmds[0]); i++) {
 		if (strcmp(argv[1], scx_cmds[i].name))
 			continue;

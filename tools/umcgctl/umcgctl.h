@@ -40,6 +40,9 @@ void umcgctl_err(const char *cmd, const char *fmt, ...);
  */
 int umcgctl_bad_option(const char *cmd, char **argv, int c);
 
+/* "umcgctl top ARGS" (top.c): argv[0] is "top". */
+int umcgctl_top(int argc, char **argv);
+
 #ifdef UMCG_HAVE_SCX
 #include "scx_loader.h"
 #include <uapi/umcg.h>
