@@ -134,6 +134,7 @@ static struct report *rep;
 static int cfd = -1;
 static struct umcg_task *cmap;
 static __u64 *cevents;
+static __u64 *csummary;
 static unsigned int cmax;
 static _Atomic pid_t server_tid;
 static struct umcg_task *server_task;
@@ -218,9 +219,21 @@ static void *server_fn(void *arg)
 	for (;;) {
 		umcg_state_store(server_task, UMCG_TASK_RUNNABLE);
 		if (server_schedules) {
+			/*
+			 * The words the summary names: the others may not
+			 * be mapped yet.
+			 */
 			for (unsigned int w = 0; w < (cmax + 63) / 64; w++) {
-				__u64 bits = __atomic_exchange_n(&cevents[w], 0,
-							__ATOMIC_SEQ_CST);
+				__u64 bits;
+
+				if (!(w % 64) &&
+				    !__atomic_exchange_n(&csummary[w / 64], 0,
+							 __ATOMIC_SEQ_CST)) {
+					w += 63;
+					continue;
+				}
+				bits = __atomic_exchange_n(&cevents[w], 0,
+							   __ATOMIC_SEQ_CST);
 
 				while (bits) {
 					unsigned int i = w * 64 +
@@ -556,6 +569,7 @@ child_main(const enum role *roles, int burst_ms, bool release, bool keep_fd)
 	cmap = umcg_map(cfd, umcg_map_len(cmax));
 	CHECK(cmap != MAP_FAILED, "mmap: %s", strerror(errno));
 	cevents = umcg_events(cmap, cmax);
+	csummary = umcg_summary(cmap, cmax);
 
 	for (nr_thr = 0; roles[nr_thr] != R_END; nr_thr++) {
 		struct thr *t = &thr[nr_thr];
