@@ -431,12 +431,19 @@ static void umcg_reap_sweep(struct umcg_group *grp, unsigned int n)
 	}
 }
 
-/* Is there a server of @grp whose tid is @tid?  grp->lock held. */
+/*
+ * Is there a live server of @grp whose tid is @tid?  One that died
+ * registered is reaped here if it can be, and is no server either way.
+ * grp->lock held.
+ */
 static bool umcg_server_find(struct umcg_group *grp, u32 tid)
 {
 	struct umcg_slot *s = xa_load(&grp->tids, tid);
 
-	return s && s->srv_listed && s->tid == tid;
+	if (!s || !s->srv_listed || s->tid != tid)
+		return false;
+	umcg_slot_reap(grp, s);
+	return s->task && pid_has_task(s->pid, PIDTYPE_PID);
 }
 
 /*
