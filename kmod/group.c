@@ -19,11 +19,30 @@
  * Memory (C8: charged to the caller, bounded).  Every allocation is
  * GFP_KERNEL_ACCOUNT, charged to the memory cgroup of the thread that
  * makes it, and follows use: open() allocates struct umcg_group (under
- * 1 KiB); binding the shared area (UMCG_KMOD_AREA_SIZE, 260 KiB), the
- * server list (8 KiB) and the task hash (8 KiB); registration a chunk of
- * UMCG_SLOTS_PER_CHUNK slots (8 KiB) when the allocated ones are full.  One user (the real uid of the
- * opener) may have at most max_groups_per_user groups at once; the next
- * open() fails with -ENOSPC.  CAP_SYS_RESOURCE is exempt.
+ * 1 KiB); binding the directory table (8 bytes per UMCG_SLOTS_PER_DIR of
+ * max_tasks: 256 bytes at the default), the summary page and the first
+ * task hash (64 buckets); the first registration in a directory that
+ * directory (1 KiB) and, for the first of UMCG_DIRS_PER_EVPAGE directories,
+ * an event page; every UMCG_SLOTS_PER_CHUNK-th registration a chunk: one
+ * page of shared words plus the slots (152 bytes each: three pages).
+ * The task hash grows fourfold past two slots a bucket, the server list
+ * doubles.  A group holds at most its file's max_tasks slots (the module
+ * parameter, at most UMCG_KMOD_TASKS_LIMIT; REGISTER then fails with
+ * -ENOSPC).  One user (the real uid of the opener) may have at most
+ * max_groups_per_user groups at once; the next open() fails with -ENOSPC.
+ * CAP_SYS_RESOURCE is exempt from that cap, not from max_tasks.
+ *
+ * Growth of the shared area.  The owner maps the whole area once, sized by
+ * max_tasks (mmap.c); its pages are inserted by the fault handler, which
+ * finds them with umcg_group_page() and fails with SIGBUS where nothing is
+ * allocated yet.  Only REGISTER grows a group (umcg_group_grow(), under
+ * umcg_group.lock, so one grower at a time), and it only ever adds: it
+ * zeroes each new page and publishes it with a release store, in the
+ * order event page, directory, page of words, slots; the readers (the
+ * fault handler, the hook, tid lookups, umcg_slot_at()) load with acquire
+ * and see each object initialised.  Nothing is unpublished before the
+ * group is freed, which happens only once its file is released, i.e.
+ * after the last mapping is gone.
  *
  * References: the file holds one from open() to release (its last fd
  * closed and its last mapping unmapped, which a killed process does in
@@ -56,6 +75,30 @@
 /* The bound groups, at most one per mm. */
 static LIST_HEAD(umcg_groups);
 static DEFINE_MUTEX(umcg_groups_lock);
+
+static unsigned int umcg_max_tasks = UMCG_KMOD_TASKS_DEFAULT;
+
+static int umcg_max_tasks_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int n;
+	int ret;
+
+	ret = kstrtouint(val, 0, &n);
+	if (ret)
+		return ret;
+	if (!n || n > UMCG_KMOD_TASKS_LIMIT)
+		return -EINVAL;
+	WRITE_ONCE(umcg_max_tasks, n);
+	return 0;
+}
+
+static const struct kernel_param_ops umcg_max_tasks_ops = {
+	.set	= umcg_max_tasks_set,
+	.get	= param_get_uint,
+};
+module_param_cb(max_tasks, &umcg_max_tasks_ops, &umcg_max_tasks, 0644);
+MODULE_PARM_DESC(max_tasks,
+		 "most threads one process may register, 1 to 1048576 (default 131072); a file keeps the value it was opened with");
 
 static unsigned int max_groups_per_user = 128;
 module_param(max_groups_per_user, uint, 0644);
@@ -120,24 +163,37 @@ static void umcg_user_put(struct umcg_user *u)
 	mutex_unlock(&umcg_users_lock);
 }
 
+/*
+ * A chunk's slots: whole pages (alloc_pages_exact(), three on x86-64),
+ * where kmalloc() would round 9.5 KiB up to 16.
+ */
+#define UMCG_CHUNK_SLOTS_SIZE	(UMCG_SLOTS_PER_CHUNK * sizeof(struct umcg_slot))
+
+static unsigned int umcg_nr_dirs(const struct umcg_group *grp)
+{
+	return DIV_ROUND_UP(grp->max_tasks, UMCG_SLOTS_PER_DIR);
+}
+
+static unsigned int umcg_nr_ev_pages(const struct umcg_group *grp)
+{
+	return DIV_ROUND_UP(umcg_nr_dirs(grp), UMCG_DIRS_PER_EVPAGE);
+}
+
 static void umcg_group_free(struct umcg_group *grp)
 {
 	struct umcg_slot *slot;
-	unsigned int i;
+	struct umcg_dir *dir;
+	unsigned int i, c;
 
-	for (i = 0; i < UMCG_KMOD_MAX_TASKS; i++) {
-		slot = umcg_slot_at(grp, i);
-		if (!slot)
-			break;
+	for (i = 0; (slot = umcg_slot_at(grp, i)); i++)
 		if (slot->task)
 			umcg_slot_free(grp, slot);
-	}
 	/*
 	 * Hook and tid lookups that found a slot before it left; a group
 	 * that never had a slot was never visible to them (and closing many
 	 * idle files does not wait a grace period each).
 	 */
-	if (grp->chunks[0])
+	if (grp->nr_chunks)
 		synchronize_rcu();
 
 	if (grp->mm) {
@@ -147,12 +203,30 @@ static void umcg_group_free(struct umcg_group *grp)
 		mmdrop(grp->mm);
 		put_pid(grp->tgid);
 	}
-	for (i = 0; i < UMCG_NR_CHUNKS; i++)
-		kvfree(grp->chunks[i]);
+	for (i = 0; grp->dirs && i < umcg_nr_dirs(grp); i++) {
+		dir = grp->dirs[i];
+		if (!dir)
+			break;
+		for (c = 0; c < UMCG_CHUNKS_PER_DIR; c++) {
+			if (dir->slots[c])
+				free_pages_exact(dir->slots[c],
+						 UMCG_CHUNK_SLOTS_SIZE);
+			if (dir->tasks[c])
+				put_page(virt_to_page(dir->tasks[c]));
+		}
+		kfree(dir);
+	}
+	for (i = 0; grp->ev_pages && i < umcg_nr_ev_pages(grp); i++)
+		if (grp->ev_pages[i])
+			put_page(grp->ev_pages[i]);
+	if (grp->summary_page)
+		put_page(grp->summary_page);
 	xa_destroy(&grp->tids);
-	kvfree(grp->task_hash);
+	/* No reader is left: the grace period above, or never bound. */
+	kvfree(rcu_dereference_protected(grp->task_hash, true));
 	kvfree(grp->servers);
-	vfree(grp->tasks);
+	kvfree(grp->dirs);
+	kvfree(grp->ev_pages);
 	umcg_user_put(grp->user);
 	mutex_destroy(&grp->lock);
 	kfree(grp);
@@ -187,10 +261,14 @@ struct umcg_group *umcg_group_alloc(int *err)
 		return NULL;
 	}
 	grp->user = u;
+	grp->max_tasks = READ_ONCE(umcg_max_tasks);
 	kref_init(&grp->ref);
 	mutex_init(&grp->lock);
 	spin_lock_init(&grp->server_lock);
 	raw_spin_lock_init(&grp->hash_lock);
+	seqcount_raw_spinlock_init(&grp->hash_seq, &grp->hash_lock);
+	INIT_LIST_HEAD(&grp->free_slots);
+	INIT_LIST_HEAD(&grp->gp_slots);
 	INIT_HLIST_NODE(&grp->hash_node);
 	xa_init(&grp->tids);
 	INIT_LIST_HEAD(&grp->node);
@@ -264,10 +342,10 @@ bool umcg_group_owned(const struct umcg_group *grp)
  */
 int umcg_group_bind(struct umcg_group *grp)
 {
+	struct umcg_task_table *task_hash;
 	struct umcg_group *other;
-	struct umcg_task *tasks;
-	struct hlist_head *task_hash;
-	u16 *servers;
+	struct page **ev_pages, *summary;
+	struct umcg_dir **dirs;
 
 	lockdep_assert_held(&grp->lock);
 
@@ -276,29 +354,25 @@ int umcg_group_bind(struct umcg_group *grp)
 	if (!current->mm || (current->flags & PF_EXITING))
 		return -EPERM;
 
-	/*
-	 * Not vmalloc_user(), which cannot be charged: zeroed here, mapped
-	 * page by page by umcg_group_map().
-	 */
-	tasks = __vmalloc(UMCG_KMOD_AREA_SIZE, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
-	servers = kvcalloc(UMCG_KMOD_MAX_TASKS, sizeof(*servers),
-			   GFP_KERNEL_ACCOUNT);
+	dirs = kvcalloc(umcg_nr_dirs(grp), sizeof(*dirs), GFP_KERNEL_ACCOUNT);
+	ev_pages = kvcalloc(umcg_nr_ev_pages(grp), sizeof(*ev_pages),
+			    GFP_KERNEL_ACCOUNT);
+	summary = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	/* Zeroed heads are empty lists. */
-	task_hash = kvcalloc(1U << UMCG_TASK_HASH_BITS, sizeof(*task_hash),
+	task_hash = kvzalloc(struct_size(task_hash, heads,
+					 1U << UMCG_TASK_HASH_MIN_BITS),
 			     GFP_KERNEL_ACCOUNT);
-	if (!tasks || !servers || !task_hash) {
-		vfree(tasks);
-		kvfree(servers);
-		kvfree(task_hash);
-		return -ENOMEM;
-	}
+	if (!dirs || !ev_pages || !summary || !task_hash)
+		goto nomem;
+	task_hash->bits = UMCG_TASK_HASH_MIN_BITS;
 
 	mutex_lock(&umcg_groups_lock);
 	list_for_each_entry(other, &umcg_groups, node) {
 		if (other->mm == current->mm) {
 			mutex_unlock(&umcg_groups_lock);
-			vfree(tasks);
-			kvfree(servers);
+			kvfree(dirs);
+			kvfree(ev_pages);
+			put_page(summary);
 			kvfree(task_hash);
 			return -EBUSY;
 		}
@@ -306,63 +380,154 @@ int umcg_group_bind(struct umcg_group *grp)
 	mmgrab(current->mm);
 	grp->tgid = get_pid(task_tgid(current));
 	grp->signal = current->signal;
-	grp->task_hash = task_hash;
-	grp->servers = servers;
-	grp->tasks = tasks;
-	grp->events = (unsigned long *)((char *)tasks + UMCG_KMOD_TASKS_SIZE);
+	rcu_assign_pointer(grp->task_hash, task_hash);
+	grp->ev_pages = ev_pages;
+	grp->summary_page = summary;
+	grp->summary = page_address(summary);
+	WRITE_ONCE(grp->dirs, dirs);
 	/* Readers test mm first: publish the rest before it. */
 	smp_store_release(&grp->mm, current->mm);
 	list_add(&grp->node, &umcg_groups);
 	mutex_unlock(&umcg_groups_lock);
 	return 0;
+
+nomem:
+	kvfree(dirs);
+	kvfree(ev_pages);
+	if (summary)
+		put_page(summary);
+	kvfree(task_hash);
+	return -ENOMEM;
 }
 
 /*
- * Allocate the next chunk of slots of bound group @grp.  grp->lock held.
- * Return: 0; -ENOSPC (all UMCG_NR_CHUNKS are there); -ENOMEM.
+ * Allocate the directory of chunk @c of @grp if it has none yet, with its
+ * event page.  grp->lock held.  Return: the directory, or NULL.
+ */
+static struct umcg_dir *umcg_dir_get(struct umcg_group *grp, unsigned int c)
+{
+	unsigned int d = c / UMCG_CHUNKS_PER_DIR;
+	unsigned int e = d / UMCG_DIRS_PER_EVPAGE;
+	struct umcg_dir *dir = grp->dirs[d];
+	struct page *ev;
+
+	if (dir)
+		return dir;
+	ev = grp->ev_pages[e];
+	if (!ev) {
+		ev = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!ev)
+			return NULL;
+		/* The fault handler may map it from now on. */
+		smp_store_release(&grp->ev_pages[e], ev);
+	}
+	dir = kzalloc(sizeof(*dir), GFP_KERNEL_ACCOUNT);
+	if (!dir)
+		return NULL;
+	dir->events = (unsigned long *)page_address(ev) +
+		      d % UMCG_DIRS_PER_EVPAGE *
+		      (UMCG_SLOTS_PER_DIR / BITS_PER_LONG);
+	smp_store_release(&grp->dirs[d], dir);
+	return dir;
+}
+
+/*
+ * Allocate the next chunk of slots of bound group @grp, with its page of
+ * shared words, and put its slots on the free list.  grp->lock held.
+ * Return: 0; -ENOSPC (max_tasks slots are there); -ENOMEM.
  */
 int umcg_group_grow(struct umcg_group *grp)
 {
+	unsigned int c = grp->nr_chunks, i, idx;
 	struct umcg_slot *chunk;
-	unsigned int c, i;
+	struct umcg_dir *dir;
+	struct page *page;
 
 	lockdep_assert_held(&grp->lock);
 
-	for (c = 0; c < UMCG_NR_CHUNKS && grp->chunks[c]; c++)
-		;
-	if (c == UMCG_NR_CHUNKS)
+	if ((u64)c * UMCG_SLOTS_PER_CHUNK >= grp->max_tasks)
 		return -ENOSPC;
-	chunk = kvcalloc(UMCG_SLOTS_PER_CHUNK, sizeof(*chunk),
-			 GFP_KERNEL_ACCOUNT);
-	if (!chunk)
+	dir = umcg_dir_get(grp, c);
+	if (!dir)
 		return -ENOMEM;
-	for (i = 0; i < UMCG_SLOTS_PER_CHUNK; i++) {
+	page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	if (!page)
+		return -ENOMEM;
+	chunk = alloc_pages_exact(UMCG_CHUNK_SLOTS_SIZE,
+				  GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	if (!chunk) {
+		put_page(page);
+		return -ENOMEM;
+	}
+	/*
+	 * First on the free list, lowest index first: ahead of freed slots
+	 * that may still wait for their grace period.
+	 */
+	for (i = UMCG_SLOTS_PER_CHUNK; i-- > 0;) {
+		idx = c * UMCG_SLOTS_PER_CHUNK + i;
 		chunk[i].grp = grp;
-		chunk[i].idx = c * UMCG_SLOTS_PER_CHUNK + i;
+		chunk[i].idx = idx;
 		umcg_slot_init_works(&chunk[i]);
 		init_waitqueue_head(&chunk[i].waitq);
+		INIT_LIST_HEAD(&chunk[i].free_node);
+		if (idx < grp->max_tasks)
+			list_add(&chunk[i].free_node, &grp->free_slots);
 	}
-	/* Lock-free readers (umcg_slot_at()) see it initialised. */
-	smp_store_release(&grp->chunks[c], chunk);
+	/* Lock-free readers (umcg_slot_at(), the fault handler) see them zeroed. */
+	smp_store_release(&dir->tasks[c % UMCG_CHUNKS_PER_DIR],
+			  (struct umcg_task *)page_address(page));
+	smp_store_release(&dir->slots[c % UMCG_CHUNKS_PER_DIR], chunk);
+	grp->nr_chunks = c + 1;
 	return 0;
 }
 
-/*
- * Map the shared area of bound group @grp into @vma, which covers exactly
- * UMCG_KMOD_AREA_SIZE bytes.  grp->lock held.
- */
-int umcg_group_map(struct umcg_group *grp, struct vm_area_struct *vma)
+/* Bytes of the one valid mapping of @grp's shared area. */
+unsigned long umcg_group_map_size(const struct umcg_group *grp)
 {
-	unsigned long off;
-	int ret;
+	return UMCG_MMAP_SIZE(grp->max_tasks, PAGE_SIZE);
+}
 
-	lockdep_assert_held(&grp->lock);
+/*
+ * The page at page offset @pgoff of bound group @grp's mapping, or NULL if
+ * it is not allocated (yet) or past the end.  Any context (the fault
+ * handler): see "Growth of the shared area" above.
+ */
+struct page *umcg_group_page(struct umcg_group *grp, unsigned long pgoff)
+{
+	unsigned long nr_task_pages = UMCG_MMAP_TASKS_SIZE(grp->max_tasks,
+							   PAGE_SIZE) >> PAGE_SHIFT;
+	unsigned long nr_ev_pages = UMCG_MMAP_EVENTS_SIZE(grp->max_tasks,
+							  PAGE_SIZE) >> PAGE_SHIFT;
+	struct umcg_task *tasks;
+	struct umcg_dir *dir;
 
-	for (off = 0; off < UMCG_KMOD_AREA_SIZE; off += PAGE_SIZE) {
-		ret = vm_insert_page(vma, vma->vm_start + off,
-				     vmalloc_to_page((char *)grp->tasks + off));
-		if (ret)
-			return ret;
+	/* One page of words per chunk. */
+	if (pgoff < nr_task_pages) {
+		dir = smp_load_acquire(&grp->dirs[pgoff / UMCG_CHUNKS_PER_DIR]);
+		if (!dir)
+			return NULL;
+		tasks = smp_load_acquire(&dir->tasks[pgoff % UMCG_CHUNKS_PER_DIR]);
+		return tasks ? virt_to_page(tasks) : NULL;
 	}
-	return 0;
+	pgoff -= nr_task_pages;
+	if (pgoff < nr_ev_pages)
+		return smp_load_acquire(&grp->ev_pages[pgoff]);
+	pgoff -= nr_ev_pages;
+	return pgoff ? NULL : grp->summary_page;
+}
+
+/*
+ * Set slot @idx's bit in the event bitmap, then its word's bit in the
+ * summary (both atomic read-modify-writes, full barriers on x86; the
+ * caller orders what follows with smp_mb__after_atomic()).  A library
+ * that clears a summary bit before it exchanges the words under it thus
+ * never loses a bit.  Any context.
+ */
+void umcg_group_event(struct umcg_group *grp, unsigned int idx)
+{
+	struct umcg_dir *dir = READ_ONCE(grp->dirs[idx / UMCG_SLOTS_PER_DIR]);
+
+	set_bit(idx % UMCG_SLOTS_PER_DIR, dir->events);
+	smp_mb__after_atomic();
+	set_bit(idx / 64, grp->summary);
 }

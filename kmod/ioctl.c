@@ -85,7 +85,7 @@ static long umcg_info_get(struct file *file, void __user *uarg, size_t usize)
 		return -EINVAL;
 
 	info.api_version = UMCG_API_VERSION;
-	info.max_tasks = UMCG_KMOD_MAX_TASKS;
+	info.max_tasks = ((struct umcg_group *)file->private_data)->max_tasks;
 	info.features = UMCG_KMOD_FEATURES;
 	if (copy_to_user(uarg, &info, min(usize, sizeof(info))))
 		return -EFAULT;

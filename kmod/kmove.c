@@ -133,20 +133,22 @@ static bool umcg_server_live(struct umcg_group *grp, unsigned int idx)
 
 /*
  * The slot index of the server the kernel pokes about worker @slot: the
- * one in its server_tid if that is a live registered server of the group,
- * else (@exact false) the group's first live one; -1 if none.
- * grp->server_lock held.
+ * one in its server_tid if that is a live registered server of the group
+ * (found by tid, O(1)), else (@exact false) the group's first live one
+ * (the first unless servers died registered); -1 if none.
+ * grp->server_lock held: a slot is in grp->servers[] (@srv_listed) only
+ * while it is a registered server.
  */
 static int umcg_server_of(struct umcg_slot *slot, bool exact)
 {
 	struct umcg_group *grp = slot->grp;
-	u32 stid = READ_ONCE(grp->tasks[slot->idx].server_tid);
+	u32 stid = READ_ONCE(umcg_task_of(slot)->server_tid);
+	struct umcg_slot *srv = stid ? xa_load(&grp->tids, stid) : NULL;
 	unsigned int i;
 
-	for (i = 0; i < grp->nr_servers; i++)
-		if (umcg_slot_at(grp, grp->servers[i])->tid == stid &&
-		    umcg_server_live(grp, grp->servers[i]))
-			return grp->servers[i];
+	if (srv && srv->srv_listed && srv->tid == stid &&
+	    umcg_server_live(grp, srv->idx))
+		return srv->idx;
 	if (exact)
 		return -1;
 	for (i = 0; i < grp->nr_servers; i++)
@@ -169,13 +171,13 @@ static void umcg_event(struct umcg_slot *slot)
 	int sidx;
 	u32 s;
 
-	set_bit(slot->idx, grp->events);
+	umcg_group_event(grp, slot->idx);
 	smp_mb__after_atomic();
 
 	spin_lock(&grp->server_lock);
 	sidx = umcg_server_of(slot, false);
 	if (sidx >= 0) {
-		st = &grp->tasks[sidx];
+		st = umcg_task_of(umcg_slot_at(grp, sidx));
 		s = READ_ONCE(st->state);
 		while (umcg_state_of(s) != UMCG_TASK_RUNNING &&
 		       !try_cmpxchg(&st->state, &s,
@@ -200,7 +202,7 @@ static bool umcg_slot_stageable(struct umcg_group *grp, u32 idx)
 
 	return owner && umcg_slot_alive(slot, owner) &&
 	       READ_ONCE(slot->flags) == UMCG_REGISTER_WORKER &&
-	       umcg_state_of(READ_ONCE(grp->tasks[idx].state)) ==
+	       umcg_state_of(READ_ONCE(umcg_task_of(slot)->state)) ==
 	       UMCG_TASK_RUNNABLE;
 }
 
@@ -215,6 +217,7 @@ static bool umcg_slot_stageable(struct umcg_group *grp, u32 idx)
 static struct umcg_slot *umcg_handoff(struct umcg_slot *slot)
 {
 	struct umcg_group *grp = slot->grp;
+	struct umcg_slot *staged;
 	struct umcg_task *st, *tt;
 	u32 next, idx, s;
 	int sidx;
@@ -224,18 +227,19 @@ static struct umcg_slot *umcg_handoff(struct umcg_slot *slot)
 	spin_unlock(&grp->server_lock);
 	if (sidx < 0)
 		return NULL;
-	st = &grp->tasks[sidx];
+	st = umcg_task_of(umcg_slot_at(grp, sidx));
 	next = READ_ONCE(st->next_slot);
 	if (!next || (next & UMCG_NEXT_TAKEN))
 		return NULL;
 	idx = UMCG_NEXT_IDX(next);
-	if (idx >= UMCG_KMOD_MAX_TASKS || idx == slot->idx ||
-	    !umcg_slot_stageable(grp, idx))
+	/* Out of range or not allocated: umcg_slot_at() says NULL. */
+	if (idx == slot->idx || !umcg_slot_stageable(grp, idx))
 		return NULL;
 	if (!try_cmpxchg(&st->next_slot, &next, next | UMCG_NEXT_TAKEN))
 		return NULL;	/* taken back by the library meanwhile */
 
-	tt = &grp->tasks[idx];
+	staged = umcg_slot_at(grp, idx);
+	tt = umcg_task_of(staged);
 	s = READ_ONCE(tt->state);
 	do {
 		if (umcg_state_of(s) != UMCG_TASK_RUNNABLE) {
@@ -248,7 +252,7 @@ static struct umcg_slot *umcg_handoff(struct umcg_slot *slot)
 			      UMCG_TASK_RUNNING));
 	WRITE_ONCE(tt->seq, READ_ONCE(tt->seq) + 1);
 	umcg_wake_slot(grp, idx, UMCG_WF_CURRENT_CPU);
-	return umcg_slot_at(grp, idx);
+	return staged;
 }
 
 /* Record a kernel move of @task to @state (from @old); the caller owns it. */
@@ -302,7 +306,7 @@ static void umcg_work_done(struct umcg_slot *slot, int bit)
  */
 void umcg_worker_sleeping(struct umcg_slot *slot)
 {
-	struct umcg_task *task = &slot->grp->tasks[slot->idx];
+	struct umcg_task *task = umcg_task_of(slot);
 	struct umcg_slot *next;
 	u32 s = READ_ONCE(task->state);
 
@@ -339,7 +343,7 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 	next = umcg_handoff(slot);
 	trace_umcg_block(slot, next);
 	if (next)
-		set_bit(slot->idx, slot->grp->events);
+		umcg_group_event(slot->grp, slot->idx);
 	else
 		umcg_event(slot);
 	umcg_work_queue(slot, current, &slot->resume_work, UMCG_WORK_RESUME,
@@ -349,7 +353,7 @@ void umcg_worker_sleeping(struct umcg_slot *slot)
 /* Is the wait to be picked of @slot over: picked, or nobody left to pick? */
 static bool umcg_hold_over(struct umcg_slot *slot)
 {
-	return umcg_state_of(READ_ONCE(slot->grp->tasks[slot->idx].state)) !=
+	return umcg_state_of(READ_ONCE(umcg_task_of(slot)->state)) !=
 	       UMCG_TASK_RUNNABLE || READ_ONCE(slot->grp->dying);
 }
 
@@ -440,7 +444,7 @@ static void umcg_task_resume(struct callback_head *work)
 {
 	struct umcg_slot *slot = container_of(work, struct umcg_slot,
 					      resume_work);
-	struct umcg_task *task = &slot->grp->tasks[slot->idx];
+	struct umcg_task *task = umcg_task_of(slot);
 	bool rehold = READ_ONCE(slot->rehold);
 	u32 s;
 
@@ -471,7 +475,7 @@ static void umcg_task_preempted(struct callback_head *work)
 {
 	struct umcg_slot *slot = container_of(work, struct umcg_slot,
 					      preempt_work);
-	struct umcg_task *task = &slot->grp->tasks[slot->idx];
+	struct umcg_task *task = umcg_task_of(slot);
 	u32 s;
 
 	if (umcg_work_valid(slot)) {
@@ -501,7 +505,7 @@ static void umcg_task_preempted(struct callback_head *work)
  */
 void umcg_worker_preempt(struct umcg_slot *slot)
 {
-	struct umcg_task *task = &slot->grp->tasks[slot->idx];
+	struct umcg_task *task = umcg_task_of(slot);
 	/* Pairs with umcg_task_add()'s release, as umcg_slot_stageable(). */
 	struct task_struct *owner = smp_load_acquire(&slot->task);
 	struct pid *pid = READ_ONCE(slot->pid);

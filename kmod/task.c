@@ -27,7 +27,14 @@
  * keyed by task_struct address.  A task of a process with no group reads
  * one bucket of groups, whatever the number of workers (or of groups)
  * others have registered; only threads of a process with a group walk a
- * bucket of its slots.  Each fact has one place: a slot is registered in
+ * bucket of its slots.  The task hash starts small and is replaced by one
+ * four times bigger when it holds more than two slots a bucket
+ * (umcg_task_hash_grow(), at REGISTER): under umcg_group.hash_lock, inside
+ * umcg_group.hash_seq's write section, every node moves to the new table,
+ * which is then published; the old one is freed after a grace period.  A
+ * lock-free lookup that misses while the seqcount moved retries (it may
+ * have followed a moved node into the new table); one that finds its
+ * task's slot is right whatever happened meanwhile.  Each fact has one place: a slot is registered in
  * the task hash while its thread may still schedule, a group is in
  * umcg_group_hash while its task hash is not empty (@nr_hashed counts its
  * entries, under the same lock).
@@ -47,6 +54,16 @@
  * into the same bucket and needs no such wait.  The xarray has no such
  * hazard: the entry of a live thread's tid stays in place while other
  * entries come and go.
+ *
+ * Finding a slot for REGISTER is O(1): a freed slot waits on
+ * umcg_group.gp_slots (in the order they were freed) until the grace
+ * period its hash node needs ended, then on umcg_group.free_slots, most
+ * recently freed first; REGISTER takes the first free one and allocates a
+ * new chunk only when there is none (at max_tasks it waits for the oldest
+ * grace period instead).  Slots
+ * of threads that exited registered are found by a sweep of
+ * UMCG_REAP_BATCH slots per REGISTER that goes round the group, and by a
+ * full sweep before -ENOSPC.
  */
 #include <linux/atomic.h>
 #include <linux/cpumask.h>
@@ -80,11 +97,16 @@
 static DEFINE_HASHTABLE(umcg_group_hash, 10);
 static DEFINE_RAW_SPINLOCK(umcg_group_hash_lock);
 
-/* @tsk's bucket of a group's task hash. */
+/* Slots REGISTER looks at for a dead thread each time. */
+#define UMCG_REAP_BATCH		16
+/* Free slots REGISTER looks at for one whose grace period is over. */
+#define UMCG_FREE_PROBES	8
+
+/* @tsk's bucket of task hash table @tbl. */
 static __always_inline struct hlist_head *
-umcg_task_bucket(struct umcg_group *grp, struct task_struct *tsk)
+umcg_task_bucket(struct umcg_task_table *tbl, struct task_struct *tsk)
 {
-	return &grp->task_hash[hash_ptr(tsk, UMCG_TASK_HASH_BITS)];
+	return &tbl->heads[hash_ptr(tsk, tbl->bits)];
 }
 
 /*
@@ -95,14 +117,21 @@ static __always_inline struct umcg_slot *
 umcg_group_slot_of(struct umcg_group *grp, struct task_struct *tsk,
 		   unsigned int *seen)
 {
+	struct umcg_task_table *tbl;
 	struct umcg_slot *slot;
+	unsigned int seq;
 
-	hlist_for_each_entry_rcu_notrace(slot, umcg_task_bucket(grp, tsk),
-					 task_node) {
-		(*seen)++;
-		if (READ_ONCE(slot->task) == tsk)
-			return slot;
-	}
+	do {
+		seq = raw_read_seqcount_begin(&grp->hash_seq);
+		tbl = rcu_dereference_raw(grp->task_hash);
+		hlist_for_each_entry_rcu_notrace(slot,
+						 umcg_task_bucket(tbl, tsk),
+						 task_node) {
+			(*seen)++;
+			if (READ_ONCE(slot->task) == tsk)
+				return slot;
+		}
+	} while (read_seqcount_retry(&grp->hash_seq, seq));
 	return NULL;
 }
 
@@ -165,14 +194,57 @@ struct umcg_slot *umcg_slot_of_tid(struct umcg_group *grp, u32 tid)
 }
 
 /*
+ * Move @grp's task hash to a table four times bigger if it holds more
+ * than two slots a bucket.  grp->lock held (no other writer adds).  If
+ * the allocation fails the old table stays: slower, still right.
+ */
+static void umcg_task_hash_grow(struct umcg_group *grp)
+{
+	struct umcg_task_table *old, *new;
+	struct umcg_slot *slot;
+	struct hlist_node *tmp;
+	unsigned int bits, i;
+
+	old = rcu_dereference_protected(grp->task_hash,
+					lockdep_is_held(&grp->lock));
+	if (READ_ONCE(grp->nr_hashed) < 2U << old->bits ||
+	    old->bits >= UMCG_TASK_HASH_MAX_BITS)
+		return;
+	bits = min(old->bits + 2, (unsigned int)UMCG_TASK_HASH_MAX_BITS);
+	new = kvzalloc(struct_size(new, heads, 1U << bits), GFP_KERNEL_ACCOUNT);
+	if (!new)
+		return;
+	new->bits = bits;
+
+	raw_spin_lock_irq(&grp->hash_lock);
+	write_seqcount_begin(&grp->hash_seq);
+	for (i = 0; i < 1U << old->bits; i++) {
+		hlist_for_each_entry_safe(slot, tmp, &old->heads[i],
+					  task_node) {
+			hlist_del_rcu(&slot->task_node);
+			hlist_add_head_rcu(&slot->task_node,
+					   umcg_task_bucket(new, slot->task));
+		}
+	}
+	rcu_assign_pointer(grp->task_hash, new);
+	write_seqcount_end(&grp->hash_seq);
+	raw_spin_unlock_irq(&grp->hash_lock);
+	kvfree_rcu(old, rcu);
+}
+
+/*
  * Hash @slot, current's new registration, into its group's task hash,
  * and the group into umcg_group_hash if it is its first.  grp->lock held.
  */
 static void umcg_slot_hash_task(struct umcg_group *grp,
 				struct umcg_slot *slot)
 {
+	umcg_task_hash_grow(grp);
 	raw_spin_lock_irq(&grp->hash_lock);
-	hlist_add_head_rcu(&slot->task_node, umcg_task_bucket(grp, current));
+	hlist_add_head_rcu(&slot->task_node,
+			   umcg_task_bucket(rcu_dereference_protected(grp->task_hash,
+					    lockdep_is_held(&grp->hash_lock)),
+					    current));
 	if (!grp->nr_hashed++) {
 		raw_spin_lock(&umcg_group_hash_lock);
 		hash_add_rcu(umcg_group_hash, &grp->hash_node,
@@ -270,6 +342,7 @@ void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot)
 
 	if (slot->flags == UMCG_REGISTER_SERVER) {
 		spin_lock(&grp->server_lock);
+		slot->srv_listed = false;
 		for (i = 0; i < grp->nr_servers; i++) {
 			if (grp->servers[i] != slot->idx)
 				continue;
@@ -300,6 +373,11 @@ void umcg_slot_free(struct umcg_group *grp, struct umcg_slot *slot)
 	slot->flags = 0;
 	slot->tid = 0;
 	slot->cpu = 0;
+	/* Unlocked: the hook cannot hash or unhash a slot without a task. */
+	if (READ_ONCE(slot->gp_wait))
+		list_add_tail(&slot->free_node, &grp->gp_slots);
+	else
+		list_add(&slot->free_node, &grp->free_slots);
 	grp->nr_tasks--;
 	atomic_dec(&umcg_nr_tasks);
 }
@@ -327,20 +405,136 @@ static bool umcg_slot_dead(struct umcg_slot *slot)
 static void umcg_slot_reap(struct umcg_group *grp, struct umcg_slot *slot)
 {
 	if (slot->task && umcg_slot_dead(slot) &&
-	    umcg_state_of(READ_ONCE(grp->tasks[slot->idx].state)) !=
+	    umcg_state_of(READ_ONCE(umcg_task_of(slot)->state)) !=
 	    UMCG_TASK_DONE)
 		umcg_slot_free(grp, slot);
 }
 
-/* Is there a server of @grp whose tid is @tid?  grp->lock held. */
-static bool umcg_server_find(struct umcg_group *grp, u32 tid)
+/*
+ * Look at @n slots of @grp (all of them if @n is 0) from where the last
+ * sweep stopped, freeing those of dead threads.  grp->lock held.
+ */
+static void umcg_reap_sweep(struct umcg_group *grp, unsigned int n)
 {
+	unsigned int nr = min_t(u64, (u64)grp->nr_chunks * UMCG_SLOTS_PER_CHUNK,
+				grp->max_tasks);
 	unsigned int i;
 
-	for (i = 0; i < grp->nr_servers; i++)
-		if (umcg_slot_at(grp, grp->servers[i])->tid == tid)
-			return true;
-	return false;
+	if (!nr)
+		return;
+	if (!n || n > nr)
+		n = nr;
+	for (i = 0; i < n; i++) {
+		if (grp->reap_pos >= nr)
+			grp->reap_pos = 0;
+		umcg_slot_reap(grp, umcg_slot_at(grp, grp->reap_pos++));
+	}
+}
+
+/*
+ * Is there a live server of @grp whose tid is @tid?  One that died
+ * registered is reaped here if it can be, and is no server either way.
+ * grp->lock held.
+ */
+static bool umcg_server_find(struct umcg_group *grp, u32 tid)
+{
+	struct umcg_slot *s = xa_load(&grp->tids, tid);
+
+	if (!s || !s->srv_listed || s->tid != tid)
+		return false;
+	umcg_slot_reap(grp, s);
+	return s->task && pid_has_task(s->pid, PIDTYPE_PID);
+}
+
+/*
+ * Room in grp->servers[] for one more.  grp->lock held (the only writer);
+ * the pokers read the array under server_lock.
+ */
+static int umcg_servers_reserve(struct umcg_group *grp)
+{
+	unsigned int cap = max(16U, grp->servers_cap * 2);
+	u32 *new, *old;
+
+	if (grp->nr_servers < grp->servers_cap)
+		return 0;
+	new = kvmalloc_array(cap, sizeof(*new), GFP_KERNEL_ACCOUNT);
+	if (!new)
+		return -ENOMEM;
+	spin_lock(&grp->server_lock);
+	old = grp->servers;
+	if (old)
+		memcpy(new, old, grp->nr_servers * sizeof(*new));
+	grp->servers = new;
+	grp->servers_cap = cap;
+	spin_unlock(&grp->server_lock);
+	kvfree(old);
+	return 0;
+}
+
+/*
+ * Slots freed from now on wait on grp->gp_slots, oldest first, while
+ * lock-free readers may still be on their hash node; move those whose
+ * grace period ended to the front of grp->free_slots.  grp->lock held.
+ */
+static void umcg_gp_slots_ready(struct umcg_group *grp)
+{
+	struct umcg_slot *s;
+
+	while ((s = list_first_entry_or_null(&grp->gp_slots, struct umcg_slot,
+					     free_node)) &&
+	       umcg_slot_gp_done(s))
+		list_move(&s->free_node, &grp->free_slots);
+}
+
+/*
+ * A free slot of @grp for a registration: the first of UMCG_FREE_PROBES
+ * on grp->free_slots (most recently freed first: the area stays compact
+ * and its cache lines warm) with no task work queued; else a new chunk's
+ * first slot; else, at max_tasks, after sweeping every slot for dead
+ * threads, the oldest of those waiting for their grace period.
+ * grp->lock held.  Return: the slot; ERR_PTR(-ENOSPC), ERR_PTR(-ENOMEM).
+ */
+static struct umcg_slot *umcg_slot_get(struct umcg_group *grp)
+{
+	struct umcg_slot *s;
+	bool swept = false;
+	unsigned int n;
+	int ret;
+
+again:
+	umcg_gp_slots_ready(grp);
+	n = 0;
+	list_for_each_entry(s, &grp->free_slots, free_node) {
+		if (!READ_ONCE(s->work_bits))
+			goto found;
+		if (++n >= UMCG_FREE_PROBES && !swept)
+			break;
+	}
+	ret = umcg_group_grow(grp);
+	if (!ret) {
+		/* The new chunk's first slot, first on the list. */
+		s = list_first_entry(&grp->free_slots, struct umcg_slot,
+				     free_node);
+		goto found;
+	}
+	if (ret != -ENOSPC)
+		return ERR_PTR(ret);
+	if (!swept) {
+		/* Full: the slots of threads that died registered. */
+		umcg_reap_sweep(grp, 0);
+		swept = true;
+		goto again;
+	}
+	list_for_each_entry(s, &grp->gp_slots, free_node) {
+		if (!READ_ONCE(s->work_bits)) {
+			umcg_slot_gp_wait(s);
+			goto found;
+		}
+	}
+	return ERR_PTR(-ENOSPC);
+found:
+	list_del_init(&s->free_node);
+	return s;
 }
 
 static int umcg_args_check(struct umcg_group *grp,
@@ -368,16 +562,16 @@ static int umcg_args_check(struct umcg_group *grp,
  * Return: 0; -EPERM (not the group's process); -EBUSY (already registered,
  * or the process has a group on another file); -EINVAL (server_tid of a
  * server, cpu of a worker, impossible cpu of a server); -ESRCH (a worker's
- * server_tid is no server of the group); -ENOSPC (UMCG_KMOD_MAX_TASKS
+ * server_tid is no server of the group); -ENOSPC (the file's max_tasks
  * threads registered); -ENOMEM.
  */
 int umcg_task_add(struct umcg_group *grp,
 		  const struct umcg_register_args *args, u64 *task_off)
 {
-	struct umcg_slot *slot = NULL, *waiting = NULL, *s;
 	bool worker = args->flags == UMCG_REGISTER_WORKER;
+	struct umcg_slot *slot;
 	struct umcg_task *task;
-	unsigned int i;
+	bool mine;
 	void *old;
 	int ret;
 
@@ -392,43 +586,38 @@ int umcg_task_add(struct umcg_group *grp,
 	if (ret)
 		goto out;
 
-	for (i = 0; (s = umcg_slot_at(grp, i)); i++) {
-		umcg_slot_reap(grp, s);
-		if (s->task == current) {
-			ret = -EBUSY;
-			goto out;
-		}
-		if (slot || s->task || READ_ONCE(s->work_bits))
-			continue;
-		/* Rather one whose hash node readers have left. */
-		if (umcg_slot_gp_done(s))
-			slot = s;
-		else if (!waiting)
-			waiting = s;
+	rcu_read_lock();
+	mine = umcg_slot_of_current(grp);
+	rcu_read_unlock();
+	if (mine) {
+		ret = -EBUSY;
+		goto out;
 	}
 	ret = umcg_args_check(grp, args);
 	if (ret)
 		goto out;
-	if (!slot && !waiting) {
-		/* The next chunk's first slot: slot i, if it grows. */
-		ret = umcg_group_grow(grp);
+	if (!worker) {
+		ret = umcg_servers_reserve(grp);
 		if (ret)
 			goto out;
-		slot = umcg_slot_at(grp, i);
 	}
-	if (!slot) {
-		slot = waiting;
-		umcg_slot_gp_wait(slot);
+	umcg_reap_sweep(grp, UMCG_REAP_BATCH);
+	slot = umcg_slot_get(grp);
+	if (IS_ERR(slot)) {
+		ret = PTR_ERR(slot);
+		goto out;
 	}
 	/* Room for the tid's entry before anything is published. */
 	ret = xa_insert(&grp->tids, task_pid_vnr(current), XA_ZERO_ENTRY,
 			GFP_KERNEL_ACCOUNT);
 	if (ret == -EBUSY)
 		ret = 0;	/* a dead thread's, replaced below */
-	if (ret)
+	if (ret) {
+		list_add(&slot->free_node, &grp->free_slots);
 		goto out;
+	}
 
-	task = &grp->tasks[slot->idx];
+	task = umcg_task_of(slot);
 	memset(task, 0, sizeof(*task));
 	slot->flags = args->flags;
 	slot->in_wait = false;
@@ -455,6 +644,7 @@ int umcg_task_add(struct umcg_group *grp,
 	} else {
 		spin_lock(&grp->server_lock);
 		grp->servers[grp->nr_servers++] = slot->idx;
+		slot->srv_listed = true;
 		spin_unlock(&grp->server_lock);
 	}
 	umcg_slot_hash_task(grp, slot);
@@ -476,8 +666,7 @@ out:
  */
 int umcg_task_del(struct umcg_group *grp)
 {
-	struct umcg_slot *s;
-	unsigned int i;
+	struct umcg_slot *s = NULL;
 	int ret = -ENOENT;
 
 	mutex_lock(&grp->lock);
@@ -485,12 +674,15 @@ int umcg_task_del(struct umcg_group *grp)
 		ret = -EPERM;
 		goto out;
 	}
-	for (i = 0; (s = umcg_slot_at(grp, i)); i++) {
-		if (s->task != current)
-			continue;
+	if (grp->mm) {
+		rcu_read_lock();
+		s = umcg_slot_of_current(grp);
+		rcu_read_unlock();
+	}
+	/* Only current frees its own live slot: still its own. */
+	if (s && s->task == current) {
 		umcg_slot_free(grp, s);
 		ret = 0;
-		break;
 	}
 out:
 	mutex_unlock(&grp->lock);

@@ -27,9 +27,11 @@
  * Memory.  What a process makes the module allocate is charged to its
  * memory cgroup (GFP_KERNEL_ACCOUNT) and follows use: open() allocates
  * the small struct umcg_group; binding (the first REGISTER or mmap)
- * allocates the shared area, the server list and the task hash;
- * registration allocates slots UMCG_SLOTS_PER_CHUNK at a time.  One user may have at most
- * max_groups_per_user groups (group.c).
+ * allocates the directory table, the summary page and a small task hash;
+ * registration allocates slots and their shared words a chunk
+ * (UMCG_SLOTS_PER_CHUNK) at a time, up to the file's max_tasks, and grows
+ * the task hash and the server list as they fill.  One user may have at
+ * most max_groups_per_user groups (group.c).
  *
  * Lifetimes.  A group (one per process) is referenced by its file, by
  * every queued task work of its threads, and holds a reference on the
@@ -48,6 +50,7 @@
 #include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/pid.h>
+#include <linux/seqlock.h>
 #include <linux/spinlock.h>
 #include <linux/task_work.h>
 #include <linux/types.h>
@@ -68,27 +71,43 @@
 	 UMCG_FEATURE_HANDOFF)
 
 /*
- * Most threads one group (one process) may have registered at once.  Slots
- * are allocated UMCG_SLOTS_PER_CHUNK at a time (8 KiB a chunk on x86-64),
- * when registration needs one.
+ * How many threads one group (one process) may register: the module
+ * parameter max_tasks (group.c), read by open(): a file keeps the value it
+ * was opened with (UMCG_IOC_GET_INFO reports it, the mapping is sized by
+ * it).  At most UMCG_KMOD_TASKS_LIMIT, so that the per-file state sized by
+ * it (the directory of chunks, the summary page) stays small.
  */
-#define UMCG_KMOD_MAX_TASKS	4096U
-#define UMCG_SLOTS_PER_CHUNK	64U
-#define UMCG_NR_CHUNKS		(UMCG_KMOD_MAX_TASKS / UMCG_SLOTS_PER_CHUNK)
-/*
- * A group's task hash (task.c): 1024 buckets (8 KiB), at most 4 slots a
- * bucket on average in a full group.
- */
-#define UMCG_TASK_HASH_BITS	10
-static_assert(UMCG_KMOD_MAX_TASKS % UMCG_SLOTS_PER_CHUNK == 0);
-/* The event bitmap fills at most its one page. */
-static_assert(UMCG_KMOD_MAX_TASKS <= PAGE_SIZE * BITS_PER_BYTE);
+#define UMCG_KMOD_TASKS_DEFAULT	131072U
+#define UMCG_KMOD_TASKS_LIMIT	(1U << 20)
 
-/* Bytes of the per-thread state slots; the event bitmap follows. */
-#define UMCG_KMOD_TASKS_SIZE \
-	PAGE_ALIGN(UMCG_KMOD_MAX_TASKS * sizeof(struct umcg_task))
-/* Bytes of the shared area, and so of the one valid mmap. */
-#define UMCG_KMOD_AREA_SIZE	(UMCG_KMOD_TASKS_SIZE + PAGE_SIZE)
+/*
+ * Growth.  Slots come in chunks of UMCG_SLOTS_PER_CHUNK: one page of their
+ * struct umcg_task words (64 on 4 KiB pages) and the kernel's struct
+ * umcg_slot array.  UMCG_CHUNKS_PER_DIR chunks make a directory (struct
+ * umcg_dir, 4096 slots on 4 KiB pages), which also points at the 64-bit
+ * words of the event bitmap its slots use; an event page holds the words
+ * of UMCG_DIRS_PER_EVPAGE directories.  Everything is allocated by
+ * REGISTER when it needs the next chunk, never freed before the group.
+ */
+#define UMCG_SLOTS_PER_CHUNK	(PAGE_SIZE / sizeof(struct umcg_task))
+#define UMCG_CHUNKS_PER_DIR	64U
+#define UMCG_SLOTS_PER_DIR	(UMCG_SLOTS_PER_CHUNK * UMCG_CHUNKS_PER_DIR)
+#define UMCG_DIRS_PER_EVPAGE	(PAGE_SIZE * BITS_PER_BYTE / UMCG_SLOTS_PER_DIR)
+static_assert(PAGE_SIZE % sizeof(struct umcg_task) == 0);
+static_assert(UMCG_DIRS_PER_EVPAGE * UMCG_SLOTS_PER_DIR ==
+	      PAGE_SIZE * BITS_PER_BYTE);
+/* One summary page: a bit for every 64-bit word of the event bitmap. */
+static_assert(UMCG_KMOD_TASKS_LIMIT / 64 <= PAGE_SIZE * BITS_PER_BYTE);
+/* Slot indices, UMCG_NEXT_SLOT() included, fit in 31 bits. */
+static_assert(UMCG_KMOD_TASKS_LIMIT < UMCG_NEXT_TAKEN);
+
+/*
+ * A group's task hash (task.c) starts with 1 << UMCG_TASK_HASH_MIN_BITS
+ * buckets and grows fourfold whenever it holds more than two slots a
+ * bucket, up to 1 << UMCG_TASK_HASH_MAX_BITS.
+ */
+#define UMCG_TASK_HASH_MIN_BITS	6
+#define UMCG_TASK_HASH_MAX_BITS	20
 
 /*
  * wake_flags for default_wake_function() that ask try_to_wake_up() to
@@ -143,14 +162,17 @@ static inline u32 umcg_state_of(u32 s)
  * @rehold:     the thread left its wait to be picked for a stop (freezer,
  *              SIGSTOP, ptrace) and is to wait again after it (kmove.c).
  *              Written and read only by the thread itself
+ * @srv_listed: in umcg_group.servers[] (under umcg_group.server_lock)
  * @gp:         see @gp_wait (get_state_synchronize_rcu())
+ * @free_node:  in umcg_group.free_slots or gp_slots while the slot is free
  * @waitq:      where the thread sleeps: UMCG_IOC_WAIT/SWITCH and the wait
  *              to be picked after a kernel move
  *
  * Slot i is the struct umcg_task at offset i * sizeof(struct umcg_task)
- * of the group's mapping.  Fields other than @work_bits, @in_wait,
- * @gp_wait and @gp change only under umcg_group.lock, while the slot is
- * in neither the task hash nor umcg_group.tids.  128 bytes on x86-64.
+ * of the group's mapping (umcg_task_of()).  Fields other than @work_bits,
+ * @in_wait, @gp_wait, @gp and @srv_listed change only under
+ * umcg_group.lock, while the slot is in neither the task hash nor
+ * umcg_group.tids.  152 bytes on x86-64.
  */
 struct umcg_slot {
 	struct hlist_node	task_node;
@@ -167,8 +189,40 @@ struct umcg_slot {
 	struct callback_head	preempt_work;
 	unsigned long		work_bits;
 	bool			rehold;
+	bool			srv_listed;
 	unsigned long		gp;
+	struct list_head	free_node;
 	wait_queue_head_t	waitq;
+};
+
+/**
+ * struct umcg_dir - UMCG_CHUNKS_PER_DIR chunks of a group's slots
+ * @slots:  chunk i's UMCG_SLOTS_PER_CHUNK slots, NULL until allocated
+ * @tasks:  chunk i's page of struct umcg_task words, published before
+ *          @slots[i]
+ * @events: the event bitmap's words of this directory's slots (in an
+ *          event page), set before the directory is published
+ *
+ * Entries go from NULL to a value once (release), under umcg_group.lock,
+ * and stay until the group is freed; lock-free readers load them with
+ * acquire.
+ */
+struct umcg_dir {
+	struct umcg_slot	*slots[UMCG_CHUNKS_PER_DIR];
+	struct umcg_task	*tasks[UMCG_CHUNKS_PER_DIR];
+	unsigned long		*events;
+};
+
+/**
+ * struct umcg_task_table - a group's task hash (task.c)
+ * @rcu:   frees a table that was replaced by a bigger one
+ * @bits:  1 << @bits buckets
+ * @heads: the buckets
+ */
+struct umcg_task_table {
+	struct rcu_head		rcu;
+	unsigned int		bits;
+	struct hlist_head	heads[];
 };
 
 struct umcg_user;
@@ -183,6 +237,8 @@ struct umcg_user;
  * @server_lock: guards @servers/@nr_servers for the lock-free pokers
  * @hash_lock: guards @task_hash, @nr_hashed, @hash_node's membership and
  *            the slots' @gp/@gp_wait (a raw spinlock: the hook takes it)
+ * @hash_seq: odd while the task hash is being moved to a bigger table;
+ *            a lock-free lookup that missed retries if it changed
  * @node:     in umcg_groups once bound (under umcg_groups_lock)
  * @mm:       owner's mm (mmgrab()), NULL until bound; the key of umcg_groups
  * @tgid:     owner's thread group (a reference), NULL until bound
@@ -191,21 +247,30 @@ struct umcg_user;
  *            keep it from being freed while the group is in that hash)
  * @hash_node: in umcg_group_hash (task.c) while @nr_hashed is not 0
  * @task_hash: the registered slots whose thread may still schedule, by
- *            task (1 << UMCG_TASK_HASH_BITS buckets); NULL until bound
+ *            task (RCU; replaced by a bigger table as it fills); NULL
+ *            until bound
  * @nr_hashed: the slots in @task_hash
  * @user:     the opener's user, whose max_groups_per_user this counts in
- * @tasks:    the shared area (UMCG_KMOD_AREA_SIZE zeroed bytes of
- *            vmalloc memory, mapped into the owner): the slots'
- *            struct umcg_task, then @events; NULL until bound
- * @events:   the event bitmap, in the shared area
- * @servers:  slot indices of the registered servers, room for
- *            UMCG_KMOD_MAX_TASKS; NULL until bound
+ * @max_tasks: the module's max_tasks when the file was opened: most slots
+ *            of this group, and the size of its mapping; constant
+ * @nr_chunks: chunks allocated (in order: chunk c holds slots
+ *            c * UMCG_SLOTS_PER_CHUNK and on); under @lock
+ * @dirs:     DIV_ROUND_UP(@max_tasks, UMCG_SLOTS_PER_DIR) directories,
+ *            NULL until allocated; the array is NULL until bound
+ * @ev_pages: the event bitmap's pages, NULL until their first directory
+ * @summary_page: the summary of the event bitmap, allocated at bind: bit
+ *            w is set after a bit of word w of the bitmap (uapi/umcg.h)
+ * @summary:  its kernel address
+ * @free_slots: the allocated slots without a thread, ready for reuse
+ *            (@lock)
+ * @gp_slots: those still waiting for their hash node's grace period
+ * @reap_pos: where REGISTER's sweep for dead threads' slots goes on
+ * @servers:  slot indices of the registered servers (@server_lock), room
+ *            for @servers_cap
  * @nr_tasks: slots in use
  * @nr_servers: registered servers, their slot indices in @servers[]
  * @free_work: frees the group (umcg_wq)
  * @tids:     registered slots by tid (RCU lookups)
- * @chunks:   the slots, UMCG_SLOTS_PER_CHUNK per chunk, allocated in
- *            order as registration needs them (umcg_slot_at())
  */
 struct umcg_group {
 	struct kref		ref;
@@ -213,22 +278,30 @@ struct umcg_group {
 	struct mutex		lock;	/* see the kernel-doc above */
 	spinlock_t		server_lock;	/* ditto */
 	raw_spinlock_t		hash_lock;	/* ditto */
+	seqcount_raw_spinlock_t	hash_seq;
 	struct list_head	node;
 	struct mm_struct	*mm;
 	struct pid		*tgid;
 	struct signal_struct	*signal;
 	struct hlist_node	hash_node;
-	struct hlist_head	*task_hash;
+	struct umcg_task_table __rcu *task_hash;
 	unsigned int		nr_hashed;
 	struct umcg_user	*user;
-	struct umcg_task	*tasks;
-	unsigned long		*events;
-	u16			*servers;
+	unsigned int		max_tasks;
+	unsigned int		nr_chunks;
+	struct umcg_dir		**dirs;
+	struct page		**ev_pages;
+	struct page		*summary_page;
+	unsigned long		*summary;
+	struct list_head	free_slots;
+	struct list_head	gp_slots;
+	unsigned int		reap_pos;
+	u32			*servers;
+	unsigned int		servers_cap;
 	unsigned int		nr_tasks;
 	unsigned int		nr_servers;
 	struct work_struct	free_work;
 	struct xarray		tids;
-	struct umcg_slot	*chunks[UMCG_NR_CHUNKS];
 };
 
 /*
@@ -239,12 +312,32 @@ struct umcg_group {
 static inline struct umcg_slot *umcg_slot_at(struct umcg_group *grp,
 					     unsigned int idx)
 {
+	struct umcg_dir **dirs = READ_ONCE(grp->dirs);
 	struct umcg_slot *chunk;
+	struct umcg_dir *dir;
 
-	if (idx >= UMCG_KMOD_MAX_TASKS)
+	if (idx >= grp->max_tasks || !dirs)
 		return NULL;
-	chunk = READ_ONCE(grp->chunks[idx / UMCG_SLOTS_PER_CHUNK]);
+	dir = smp_load_acquire(&dirs[idx / UMCG_SLOTS_PER_DIR]);
+	if (!dir)
+		return NULL;
+	chunk = smp_load_acquire(&dir->slots[idx / UMCG_SLOTS_PER_CHUNK %
+					     UMCG_CHUNKS_PER_DIR]);
 	return chunk ? &chunk[idx % UMCG_SLOTS_PER_CHUNK] : NULL;
+}
+
+/*
+ * The shared struct umcg_task of @slot (one umcg_slot_at() returned, so
+ * its chunk is published).
+ */
+static inline struct umcg_task *umcg_task_of(const struct umcg_slot *slot)
+{
+	struct umcg_dir *dir = READ_ONCE(slot->grp->dirs[slot->idx /
+							 UMCG_SLOTS_PER_DIR]);
+
+	return &READ_ONCE(dir->tasks[slot->idx / UMCG_SLOTS_PER_CHUNK %
+				     UMCG_CHUNKS_PER_DIR])
+		[slot->idx % UMCG_SLOTS_PER_CHUNK];
 }
 
 /* main.c: the module's workqueue and what /sys/class/misc/umcg shows. */
@@ -262,7 +355,9 @@ void umcg_group_release_file(struct umcg_group *grp);
 int umcg_group_bind(struct umcg_group *grp);
 bool umcg_group_owned(const struct umcg_group *grp);
 int umcg_group_grow(struct umcg_group *grp);
-int umcg_group_map(struct umcg_group *grp, struct vm_area_struct *vma);
+struct page *umcg_group_page(struct umcg_group *grp, unsigned long pgoff);
+unsigned long umcg_group_map_size(const struct umcg_group *grp);
+void umcg_group_event(struct umcg_group *grp, unsigned int idx);
 
 /* task.c: registration of the calling thread, lookups. */
 int umcg_task_add(struct umcg_group *grp,

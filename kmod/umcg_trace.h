@@ -83,7 +83,7 @@
 #define umcg_trace_tid(slot)	pid_nr(READ_ONCE((slot)->pid))
 #define umcg_trace_group(slot)	pid_nr(READ_ONCE((slot)->grp->tgid))
 #define umcg_trace_state(slot)	\
-	READ_ONCE((slot)->grp->tasks[(slot)->idx].state)
+	READ_ONCE(umcg_task_of(slot)->state)
 
 TRACE_EVENT(umcg_register,
 

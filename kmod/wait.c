@@ -100,8 +100,7 @@ static bool umcg_signal_queued(void)
 static int umcg_sleep(struct umcg_group *grp, struct umcg_slot *self,
 		      u32 flags, u64 timeout_ns)
 {
-	unsigned int idx = self->idx;
-	struct umcg_task *task = &grp->tasks[idx];
+	struct umcg_task *task = umcg_task_of(self);
 	bool timed = timeout_ns && timeout_ns <= KTIME_MAX;
 	bool relative = timed && !(flags & UMCG_WAIT_ABSTIME);
 	bool deferred = false;

@@ -28,7 +28,7 @@
 #include <linux/ioctl.h>
 
 /* Version of this header's ABI; reported by UMCG_IOC_GET_INFO. */
-#define UMCG_API_VERSION	0
+#define UMCG_API_VERSION	1
 
 /* The misc device the module creates. */
 #define UMCG_DEVICE_NAME	"umcg"
@@ -79,12 +79,14 @@
  * pick it) or the thread runs another program after execve(); the thread
  * then runs on as a plain thread.
  *
- * Each such move sets the worker's bit in the group's event bitmap (see
- * UMCG_MMAP_EVENTS_OFF), increments @seq, and pokes a server: the kernel
+ * Each such move sets the worker's bit in the group's event bitmap and
+ * then its word's bit in the summary (see UMCG_MMAP_EVENTS_OFF,
+ * UMCG_MMAP_SUMMARY_OFF), increments @seq, and pokes a server: the kernel
  * stores RUNNING into the server's state word and, if it did not read
  * RUNNING there, wakes the server from UMCG_IOC_WAIT.  A server thus uses
  * its own word as its doorbell: it stores RUNNABLE, looks for work
- * (clearing event bits with an atomic exchange), and sleeps in
+ * (clearing summary bits, then the event words under them, with atomic
+ * exchanges), and sleeps in
  * UMCG_IOC_WAIT only if there is none.  The poked server is the worker's
  * @server_tid if that is a registered server of the group, else the
  * group's first registered server.
@@ -187,7 +189,9 @@ struct umcg_task {
  * @size:        r: sizeof(struct umcg_info) as the caller knows it
  * @flags:       r: must be zero
  * @api_version: w: UMCG_API_VERSION of the module
- * @max_tasks:   w: most threads one process may register, 0 if unlimited
+ * @max_tasks:   w: most threads one process may register through this
+ *               file, 0 if unlimited (umcg.ko: its module parameter
+ *               max_tasks as it was when the file was opened)
  * @features:    w: UMCG_FEATURE_* the module implements
  * @reserved:    r: must be zero; w: zeroed
  */
@@ -205,9 +209,16 @@ struct umcg_info {
  * mmap of the device: the caller's group's shared area.  Exactly one
  * layout is valid: MAP_SHARED, offset 0, length
  * UMCG_MMAP_SIZE(max_tasks, page size) with max_tasks from
- * UMCG_IOC_GET_INFO; anything else is -EINVAL.  The mapping is not
- * inherited across fork.  The memory belongs to the module, not to a
- * file: use FUTEX_PRIVATE_FLAG if you futex on it.
+ * UMCG_IOC_GET_INFO on the same file; anything else is -EINVAL.  The
+ * mapping is not inherited across fork.  The memory belongs to the
+ * module, not to a file: use FUTEX_PRIVATE_FLAG if you futex on it.
+ *
+ * The area is reserved whole but filled as the group grows (since
+ * UMCG_API_VERSION 1): a page of struct umcg_task is there once REGISTER
+ * returned a task_off inside it, a page of the event bitmap once a slot
+ * whose bits it holds was allocated, the summary page always.  Touching
+ * a page that is not there yet raises SIGBUS.  Slots are allocated a page
+ * of struct umcg_task at a time, lowest index first.
  *
  *   UMCG_MMAP_TASKS_OFF   max_tasks struct umcg_task, one per slot, at
  *                         the task_off REGISTER returns; rounded up to
@@ -218,7 +229,15 @@ struct umcg_info {
  *                         visible) when it moves slot i's state; the
  *                         library takes bits with an atomic exchange.
  *                         Bits of free slots may be set; ignore them.
- *                         One page.
+ *                         Rounded up to whole pages
+ *   UMCG_MMAP_SUMMARY_OFF the summary: bit (w % 64) of __u64 word (w / 64)
+ *                         is set by the kernel (an atomic OR) after it set
+ *                         a bit in event word w.  A reader takes a
+ *                         summary word with an atomic exchange, then the
+ *                         event words its bits name: a bit set meanwhile
+ *                         sets its summary bit again, so none is lost
+ *                         (a summary bit may name an empty word).  One
+ *                         summary word covers 4096 slots.  One page
  */
 #define UMCG_MMAP_TASKS_OFF	0ULL
 #define UMCG_MMAP_TASKS_SIZE(max_tasks, page_size) \
@@ -226,8 +245,14 @@ struct umcg_info {
 	 (page_size) * (page_size))
 #define UMCG_MMAP_EVENTS_OFF(max_tasks, page_size) \
 	UMCG_MMAP_TASKS_SIZE(max_tasks, page_size)
+#define UMCG_MMAP_EVENTS_SIZE(max_tasks, page_size) \
+	(((((__u64)(max_tasks) + 63) / 64 * 8) + (page_size) - 1) / \
+	 (page_size) * (page_size))
+#define UMCG_MMAP_SUMMARY_OFF(max_tasks, page_size) \
+	(UMCG_MMAP_EVENTS_OFF(max_tasks, page_size) + \
+	 UMCG_MMAP_EVENTS_SIZE(max_tasks, page_size))
 #define UMCG_MMAP_SIZE(max_tasks, page_size) \
-	(UMCG_MMAP_TASKS_SIZE(max_tasks, page_size) + (page_size))
+	(UMCG_MMAP_SUMMARY_OFF(max_tasks, page_size) + (page_size))
 
 /* Flags of struct umcg_register_args. */
 #define UMCG_REGISTER_WORKER	(1U << 0)

@@ -9,8 +9,10 @@
  * BLOCKED -> RUNNABLE when the sleep ends (the worker then waits in the
  * kernel until the library makes it RUNNING again: C1, C3), RUNNING ->
  * RUNNABLE on UMCG_IOC_PREEMPT, -> DONE at exit.  Each move sets the
- * worker's bit in the event bitmap and pokes its server; servers turn the
- * bits into UMCG_EV_MOVED events, which sched.c applies.
+ * worker's bit in the event bitmap (and its word's bit in the summary) and
+ * pokes its server; servers turn the bits into UMCG_EV_MOVED events, which
+ * sched.c applies.  Finding them reads the summary, one word per 4096
+ * slots, and only the event words it names.
  *
  *   sleeping   UMCG_IOC_WAIT: until the caller's word reads RUNNING
  *   waking     store RUNNING (sched.c), then UMCG_IOC_WAKE
@@ -33,9 +35,13 @@
  * their words in the mapping until they exit.  A forked child forgets it
  * (the mapping is not inherited; the file's group is the parent's).
  *
- * Capacity: the module registers at most max_tasks threads per process;
- * the servers take nr_cores of them, and umcg_spawn()/umcg_attach()
- * reserve one per worker (-EAGAIN when none is left).
+ * Capacity: the module registers at most max_tasks threads per process
+ * (its parameter, 131072 by default); the servers take nr_cores of them,
+ * and umcg_spawn()/umcg_attach() reserve one per worker (-EAGAIN when none
+ * is left).  The mapping is reserved for max_tasks but the module fills it
+ * as it registers threads: only words of registered slots, the event
+ * words of allocated slots and the summary may be touched (SIGBUS
+ * elsewhere).
  *
  * Lock order: kmod.lock is a leaf (the slot table); the runtime's locks may
  * be held around any callback here.
@@ -73,8 +79,12 @@ static struct {
 	size_t map_len;
 	struct umcg_task *tasks;	/* max_tasks slots */
 	_Atomic uint64_t *events;	/* the event bitmap */
+	_Atomic uint64_t *summary;	/* a bit per word of it */
 	unsigned int max_tasks;
 	unsigned int nr_words;		/* of the bitmap */
+	unsigned int nr_sum_words;	/* of the summary */
+	/* Above the highest slot index registered so far (kmod.lock). */
+	unsigned int hi_slot;
 	uint64_t features;
 	/* Slot index -> the worker registered there; holds a reference. */
 	struct umcg_thread **slots;
@@ -216,6 +226,13 @@ static int kmod_probe(const char **why)
 		*why = "umcg.ko reports no per-process thread limit (max_tasks 0)";
 		return -ENODEV;
 	}
+	if (info.api_version != UMCG_API_VERSION) {
+		snprintf(msg, sizeof(msg),
+			 "umcg.ko has ABI version %u, this libumcg needs %u",
+			 info.api_version, UMCG_API_VERSION);
+		*why = msg;
+		return -ENODEV;
+	}
 	return 0;
 }
 
@@ -228,6 +245,8 @@ static void kmod_atfork_child(void)
 	kmod.map = NULL;
 	kmod.tasks = NULL;
 	kmod.events = NULL;
+	kmod.summary = NULL;
+	kmod.hi_slot = 0;
 	free(kmod.slots);
 	kmod.slots = NULL;
 	atomic_store(&kmod.nr_workers, 0);
@@ -275,8 +294,11 @@ static int kmod_open(void)
 	kmod.tasks = map;
 	kmod.events = (_Atomic uint64_t *)((char *)map +
 					   UMCG_MMAP_EVENTS_OFF(info.max_tasks, page));
+	kmod.summary = (_Atomic uint64_t *)((char *)map +
+					    UMCG_MMAP_SUMMARY_OFF(info.max_tasks, page));
 	kmod.max_tasks = info.max_tasks;
 	kmod.nr_words = (info.max_tasks + 63) / 64;
+	kmod.nr_sum_words = (kmod.nr_words + 63) / 64;
 	kmod.features = info.features;
 	kmod.fd = fd;
 	return 0;
@@ -317,9 +339,20 @@ static int kmod_init(struct umcg_group *g)
 		free(kg);
 		return -ENOMEM;
 	}
-	/* Bits left by an earlier group's threads mean nothing now. */
-	for (unsigned int i = 0; i < kmod.nr_words; i++)
-		atomic_store(&kmod.events[i], 0);
+	/*
+	 * Bits left by an earlier group's threads mean nothing now.  Only
+	 * the words the summary names: the others may not be mapped yet.
+	 */
+	for (unsigned int i = 0; i < kmod.nr_sum_words; i++) {
+		uint64_t sb = atomic_exchange(&kmod.summary[i], 0);
+
+		for (; sb; sb &= sb - 1) {
+			unsigned int w = i * 64 + (unsigned int)__builtin_ctzll(sb);
+
+			if (w < kmod.nr_words)
+				atomic_store(&kmod.events[w], 0);
+		}
+	}
 	atomic_store(&kmod.nr_servers, g->nr_cores);
 	g->backend_priv = kg;
 	return 0;
@@ -336,9 +369,9 @@ static void kmod_fini(struct umcg_group *g)
 	struct umcg_thread *put[64];
 	unsigned int i = 0, n;
 
-	while (i < kmod.max_tasks) {
+	while (i < kmod.hi_slot) {
 		pthread_mutex_lock(&kmod.lock);
-		for (n = 0; i < kmod.max_tasks && n < 64; i++) {
+		for (n = 0; i < kmod.hi_slot && n < 64; i++) {
 			if (kmod.slots[i]) {
 				put[n++] = kmod.slots[i];
 				kmod.slots[i] = NULL;
@@ -396,6 +429,8 @@ static int kmod_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	umcg_ref_get(t);	/* the table's, dropped by unregister or fini */
 	pthread_mutex_lock(&kmod.lock);
 	kmod.slots[idx] = t;
+	if (idx >= kmod.hi_slot)
+		kmod.hi_slot = idx + 1;
 	pthread_mutex_unlock(&kmod.lock);
 	s = atomic_load(kmod_word(&t->task));
 	atomic_store(kmod_word(ut), s);
@@ -540,8 +575,8 @@ static int kmod_server_start(struct umcg_group *g, struct umcg_core *c)
 
 static bool kmod_events_pending(void)
 {
-	for (unsigned int i = 0; i < kmod.nr_words; i++)
-		if (atomic_load(&kmod.events[i]))
+	for (unsigned int i = 0; i < kmod.nr_sum_words; i++)
+		if (atomic_load(&kmod.summary[i]))
 			return true;
 	return false;
 }
@@ -716,40 +751,69 @@ static int kmod_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_t
 }
 
 /*
- * Take the event bits (atomic exchange, a word at a time) and report each
- * worker behind one, with a reference.  Bits that do not fit in @max go
- * back for the next call.
+ * Take event word @w's bits (atomic exchange) and report each worker
+ * behind one, with a reference, into @ev from *@n up to @max.  Returns the
+ * bits that did not fit, which the caller puts back.
+ */
+static uint64_t kmod_take_word(unsigned int w, struct umcg_event *ev, int *n, int max)
+{
+	uint64_t bits = atomic_exchange(&kmod.events[w], 0);
+
+	while (bits && *n < max) {
+		unsigned int idx = w * 64 + (unsigned int)__builtin_ctzll(bits);
+		struct umcg_thread *t;
+
+		bits &= bits - 1;
+		if (idx >= kmod.max_tasks)
+			continue;
+		pthread_mutex_lock(&kmod.lock);
+		t = kmod.slots[idx];
+		if (t)
+			umcg_ref_get(t);
+		pthread_mutex_unlock(&kmod.lock);
+		if (!t)
+			continue;	/* a server, or a free slot */
+		ev[*n].type = UMCG_EV_MOVED;
+		ev[*n].thread = t;
+		(*n)++;
+	}
+	return bits;
+}
+
+/*
+ * Take the summary bits, a word at a time, then the event words they name
+ * (uapi/umcg.h: UMCG_MMAP_SUMMARY_OFF), and report each worker behind a
+ * bit.  Bits that do not fit in @max go back, event bits before their
+ * summary bit, for the next call (here or in another server).
  */
 static int kmod_poll_events(struct umcg_core *c, struct umcg_event *ev, int max)
 {
 	int n = 0;
 
-	for (unsigned int w = 0; w < kmod.nr_words && n < max; w++) {
-		uint64_t bits;
+	for (unsigned int s = 0; s < kmod.nr_sum_words && n < max; s++) {
+		uint64_t sb;
 
-		if (!atomic_load(&kmod.events[w]))
+		if (!atomic_load(&kmod.summary[s]))
 			continue;
-		bits = atomic_exchange(&kmod.events[w], 0);
-		while (bits && n < max) {
-			unsigned int idx = w * 64 + (unsigned int)__builtin_ctzll(bits);
-			struct umcg_thread *t;
+		sb = atomic_exchange(&kmod.summary[s], 0);
+		while (sb) {
+			unsigned int j = (unsigned int)__builtin_ctzll(sb);
+			unsigned int w = s * 64 + j;
+			uint64_t left;
 
-			bits &= bits - 1;
-			if (idx >= kmod.max_tasks)
+			if (n >= max) {
+				atomic_fetch_or(&kmod.summary[s], sb);
+				break;
+			}
+			sb &= sb - 1;
+			if (w >= kmod.nr_words)
 				continue;
-			pthread_mutex_lock(&kmod.lock);
-			t = kmod.slots[idx];
-			if (t)
-				umcg_ref_get(t);
-			pthread_mutex_unlock(&kmod.lock);
-			if (!t)
-				continue;	/* a server, or a free slot */
-			ev[n].type = UMCG_EV_MOVED;
-			ev[n].thread = t;
-			n++;
+			left = kmod_take_word(w, ev, &n, max);
+			if (left) {
+				atomic_fetch_or(&kmod.events[w], left);
+				atomic_fetch_or(&kmod.summary[s], 1ULL << j);
+			}
 		}
-		if (bits)
-			atomic_fetch_or(&kmod.events[w], bits);
 	}
 	return n;
 }

@@ -110,6 +110,12 @@ struct fz_proc {
 	void *area;			/* the picker's mapping, or NULL */
 	size_t area_len;
 	uint32_t max_tasks;
+	/*
+	 * Slots below this have their words mapped: the module fills the
+	 * area a page of words at a time, lowest first, as REGISTER needs
+	 * them (a touch elsewhere is SIGBUS).
+	 */
+	_Atomic uint32_t present;
 	int progs[FZ_MAX_PROGS];	/* scx command programs */
 	int nr_progs;
 	bool scx;
@@ -190,13 +196,29 @@ static unsigned long fz_cmd(unsigned int *seed, unsigned long cmd, uint32_t size
 	return _IOC(_IOC_DIR(cmd), _IOC_TYPE(cmd), _IOC_NR(cmd), size & _IOC_SIZEMASK);
 }
 
-static void fz_ioctl(int op, unsigned int *seed, unsigned long cmd, void *arg,
+static long fz_ioctl(int op, unsigned int *seed, unsigned long cmd, void *arg,
 		     uint32_t right)
 {
 	uint32_t *size = arg;
+	long ret;
 
 	*size = fz_size(seed, right);
-	fz_count(op, fz_ret(ioctl(fz_fd(seed), fz_cmd(seed, cmd, *size), arg)));
+	ret = fz_ret(ioctl(fz_fd(seed), fz_cmd(seed, cmd, *size), arg));
+	fz_count(op, ret);
+	return ret;
+}
+
+/* A REGISTER returned @task_off: the page of words holding it is there. */
+static void fz_present(uint64_t task_off)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uint64_t end = (task_off / pg + 1) * pg / sizeof(struct umcg_task);
+	uint32_t cur = atomic_load(&P.present);
+
+	if (end > P.max_tasks)
+		end = P.max_tasks;
+	while (cur < end && !atomic_compare_exchange_weak(&P.present, &cur, (uint32_t)end))
+		;
 }
 
 static void fz_one(unsigned int *seed)
@@ -229,7 +251,8 @@ static void fz_one(unsigned int *seed)
 		a.reg.cpu = fz_rand(seed) % 4 ? fz_rand(seed) % 3 : fz_rand(seed);
 		a.reg.task_off = fz_rand(seed);
 		a.reg.reserved[fz_rand(seed) % 2] = fz_reserved(seed);
-		fz_ioctl(op, seed, UMCG_IOC_REGISTER, &a, sizeof(a.reg));
+		if (!fz_ioctl(op, seed, UMCG_IOC_REGISTER, &a, sizeof(a.reg)))
+			fz_present(a.reg.task_off);
 		break;
 	case FZ_UNREGISTER:
 		a.unreg.flags = fz_reserved(seed);
@@ -321,9 +344,9 @@ static void fz_one(unsigned int *seed)
 	}
 	case FZ_MADVISE: {
 		/*
-		 * On a mapping of its own: zapping the picker's would only make
-		 * this process fault on its next store (the pages are the
-		 * module's, inserted at mmap; there is no fault handler).
+		 * On a mapping of its own, so that the picker's stays as it
+		 * is (a zapped page of the module's would only be faulted in
+		 * again).
 		 */
 		long pg = sysconf(_SC_PAGESIZE);
 		size_t len = UMCG_MMAP_SIZE(P.max_tasks ? P.max_tasks : 1, pg);
@@ -341,9 +364,9 @@ static void fz_one(unsigned int *seed)
 		break;
 	}
 	case FZ_STORE:
-		if (P.area && P.max_tasks) {
+		if (P.area && atomic_load(&P.present)) {
 			struct umcg_task *t = (struct umcg_task *)P.area +
-					      fz_rand(seed) % P.max_tasks;
+					      fz_rand(seed) % atomic_load(&P.present);
 			uint32_t v = fz_rand(seed);
 
 			switch (fz_rand(seed) % 4) {
@@ -438,6 +461,7 @@ static void fz_one(unsigned int *seed)
 static void fz_one_child(unsigned int *seed)
 {
 	P.area = NULL;	/* not inherited (VM_DONTCOPY) unless madvised back */
+	atomic_store(&P.present, 0);
 	P.nr_progs = 0;
 	fz_one(seed);
 }
@@ -488,7 +512,7 @@ static void *fz_picker(void *arg)
 	for (;;) {
 		struct timespec ts = { 0, 200000 };
 
-		for (uint32_t i = 0; P.area && i < P.max_tasks; i++) {
+		for (uint32_t i = 0; P.area && i < atomic_load(&P.present); i++) {
 			_Atomic uint32_t *w = (_Atomic uint32_t *)&((struct umcg_task *)P.area)[i].state;
 			uint32_t s = atomic_load(w);
 

@@ -175,6 +175,48 @@ static inline const char *kb_hook(char *buf, size_t len)
 	return buf;
 }
 
+#define KB_MAX_TASKS_PARAM	"/sys/module/" KB_MODULE "/parameters/max_tasks"
+
+/*
+ * Set umcg.ko's max_tasks (what files opened from now on get) to @n; the
+ * value it had goes to *@old.  Returns 0 or -errno (an old module without
+ * the parameter: -ENOENT).
+ */
+static inline int kb_max_tasks_set(unsigned int n, long *old)
+{
+	char buf[32];
+	FILE *f = fopen(KB_MAX_TASKS_PARAM, "re");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	if (!fgets(buf, sizeof(buf), f))
+		ret = -EIO;
+	fclose(f);
+	if (ret)
+		return ret;
+	*old = strtol(buf, NULL, 10);
+	f = fopen(KB_MAX_TASKS_PARAM, "we");
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%u\n", n) < 0)
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* Put back what kb_max_tasks_set() found (@old > 0). */
+static inline void kb_max_tasks_restore(long old)
+{
+	FILE *f;
+
+	if (old <= 0 || !(f = fopen(KB_MAX_TASKS_PARAM, "we")))
+		return;
+	fprintf(f, "%ld\n", old);
+	fclose(f);
+}
+
 #endif /* KB_BACKEND_SCX */
 
 static inline void kb_backend_put_atexit(void)

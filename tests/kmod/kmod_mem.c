@@ -2,11 +2,11 @@
 /*
  * Description: the kernel memory an unprivileged user makes umcg.ko
  * allocate (C8): an idle open of /dev/umcg costs a few hundred bytes, not
- * a group with room for every thread; what a group costs is charged to
- * the opener's memory cgroup, so a cgroup's memory.max stops it (not a
- * machine-wide OOM); and one user can open at most max_groups_per_user
- * files of /dev/umcg (the module parameter), the next open failing with
- * ENOSPC.
+ * a group with room for every thread; a bound group with a registered
+ * thread costs a few pages, charged to the opener's memory cgroup, so a
+ * cgroup's memory.max stops a growing group there (not a machine-wide
+ * OOM); and one user can open at most max_groups_per_user files of
+ * /dev/umcg (the module parameter), the next open failing with ENOSPC.
  *
  * Every opener here is a child that moved itself into a fresh child
  * cgroup of the root with the memory controller, then became nobody.
@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -296,12 +297,17 @@ TEST_F(mem, idle_open_cost)
 
 /*
  * BOUND_KIDS processes of nobody each open and map /dev/umcg (which binds
- * a group to the process and allocates its shared area): the areas are
- * charged to their cgroup.
+ * a group to the process: its summary page and tables) and register their
+ * main thread as a server (the first chunk: its page of words, its event
+ * page, its slots, three pages) and touch their word: at least
+ * GROUP_MIN_BYTES each, all charged to their cgroup.  Many processes,
+ * because the cgroup may have had up to 64 pages a CPU in stock.
  */
-#define BOUND_KIDS	8
+#define BOUND_KIDS	48
+#define GROUP_MIN_BYTES	(6 * 4096L)
 
-static int bind_kid(struct kid *k, const char *cg, bool bind);
+static int bind_kid(struct kid *k, const char *cg, bool bind,
+		    unsigned int threads);
 
 TEST_F(mem, bound_group_charged)
 {
@@ -312,7 +318,7 @@ TEST_F(mem, bound_group_charged)
 	k0 = kernel_bytes();
 	m0 = cg_read(self->cg, "memory.current");
 	for (i = 0; i < BOUND_KIDS; i++) {
-		ASSERT_EQ(0, bind_kid(&k[i], self->cg, true));
+		ASSERT_EQ(0, bind_kid(&k[i], self->cg, true, 0));
 		close(k[i].to[0]);
 		close(k[i].from[1]);
 		ASSERT_EQ(1, write(k[i].to[1], "g", 1));
@@ -326,14 +332,14 @@ TEST_F(mem, bound_group_charged)
 		ASSERT_EQ(1, write(k[i].to[1], "x", 1));
 		EXPECT_EQ(0, kid_reap(&k[i]));
 	}
-	ksft_print_msg("bound group: %ld bytes of slab+vmalloc, %ld charged to the opener's cgroup (area %zu, %d processes)\n",
+	ksft_print_msg("bound group with a thread: %ld bytes of slab+vmalloc, %ld charged to the opener's cgroup (area %zu reserved, %d processes)\n",
 		       (k1 - k0) / BOUND_KIDS, (m1 - m0) / BOUND_KIDS, map_len,
 		       BOUND_KIDS);
 	/*
-	 * The shared areas alone are that many bytes, all charged; less the
-	 * charge batches (64 pages a CPU) the cgroup may have had in stock.
+	 * The groups alone are that many bytes, all charged; less the charge
+	 * batches (64 pages a CPU) the cgroup may have had in stock.
 	 */
-	EXPECT_LE((long)(BOUND_KIDS * map_len) - 2 * 64 * 4096, m1 - m0);
+	EXPECT_LE(BOUND_KIDS * GROUP_MIN_BYTES - 2 * 64 * 4096, m1 - m0);
 }
 
 /*
@@ -407,17 +413,52 @@ TEST_F(mem, per_user_cap)
 /*
  * Processes of nobody in a cgroup with a memory.max of MEMCG_ROOM bytes
  * above what it holds: MEMCG_KIDS of them fit (checked first), but not
- * with a shared area (260 KiB) each: binding stops inside the cgroup (mmap
- * fails with ENOMEM or the cgroup's OOM killer ends a process), not in a
- * machine-wide OOM, and not long before the limit.
+ * with a group of MEMCG_THREADS registered threads each: growing stops
+ * inside the cgroup (clone, mmap or REGISTER fails with ENOMEM or EAGAIN,
+ * or the cgroup's OOM killer ends a process), not in a machine-wide OOM.
+ * Most of a registered thread's cost is the kernel's own (its stack and
+ * task_struct, charged too); the group's is a few pages per 64 threads.
  */
 #define MEMCG_KIDS	16
 #define MEMCG_ROOM	(4L << 20)
+#define MEMCG_THREADS	32
 
-static int bind_kid(struct kid *k, const char *cg, bool bind)
+struct grow_thread {
+	int fd;
+	struct umcg_task *map;
+	_Atomic int *left;
+	_Atomic int *err;
+};
+
+/* Register, touch the word, then stay until the process exits. */
+static void *grow_fn(void *arg)
 {
+	struct grow_thread *g = arg;
+	__u64 off = 0;
+	int ret = umcg_reg(g->fd, UMCG_REGISTER_WORKER, 0, 0, &off);
+
+	if (ret)
+		*g->err = -ret;
+	else
+		__atomic_store_n(&g->map[umcg_slot_idx(off)].next_tid, 1,
+				 __ATOMIC_SEQ_CST);
+	(*g->left)--;
+	for (;;)
+		pause();
+	return NULL;
+}
+
+static int bind_kid(struct kid *k, const char *cg, bool bind,
+		    unsigned int threads)
+{
+	static struct grow_thread g[MEMCG_THREADS];
+	static _Atomic int left, gerr;
 	size_t len = map_len;
+	struct umcg_task *map;
+	pthread_attr_t attr;
+	pthread_t th;
 	int err = 0, r;
+	__u64 off = 0;
 	char c;
 
 	r = kid_start(k, cg, NOBODY, 0);
@@ -426,9 +467,25 @@ static int bind_kid(struct kid *k, const char *cg, bool bind)
 	if (bind) {
 		int fd = open(UMCG_DEVICE_PATH, O_RDWR);
 
-		if (fd < 0 || mmap(NULL, len, PROT_READ | PROT_WRITE,
-				   MAP_SHARED, fd, 0) == MAP_FAILED)
+		map = fd < 0 ? MAP_FAILED :
+		      mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (map == MAP_FAILED)
 			err = errno;
+		else if (!threads && (err = -umcg_reg(fd, UMCG_REGISTER_SERVER,
+						     0, 0, &off)) == 0)
+			__atomic_store_n(&map[umcg_slot_idx(off)].next_tid, 1,
+					 __ATOMIC_SEQ_CST);
+		left = threads;
+		pthread_attr_init(&attr);
+		pthread_attr_setstacksize(&attr, 64 * 1024);
+		for (unsigned int i = 0; !err && i < threads; i++) {
+			g[i] = (struct grow_thread){ fd, map, &left, &gerr };
+			err = pthread_create(&th, &attr, grow_fn, &g[i]);
+		}
+		while (!err && left)
+			usleep(1000);
+		if (!err)
+			err = gerr;
 	}
 	kid_say(k->from[1], &err, sizeof(err));
 	kid_hear(k->to[0], &c, 1);
@@ -447,7 +504,7 @@ static int kids_run(struct __test_metadata *_metadata, const char *cg,
 	*stopped = 0;
 	for (i = 0; i < MEMCG_KIDS; i++) {
 		k[i].pid = -1;
-		if (bind_kid(&k[i], cg, bind)) {
+		if (bind_kid(&k[i], cg, bind, bind ? MEMCG_THREADS : 0)) {
 			(*stopped)++;	/* fork failed in the cgroup */
 			continue;
 		}
@@ -455,7 +512,7 @@ static int kids_run(struct __test_metadata *_metadata, const char *cg,
 		close(k[i].from[1]);
 		if (write(k[i].to[1], "g", 1) != 1 ||
 		    kid_hear(k[i].from[0], &err, sizeof(err)) || err)
-			(*stopped)++;	/* OOM-killed, or mmap failed */
+			(*stopped)++;	/* OOM-killed, or growing failed */
 		else {
 			fine[i] = true;
 			ok++;
@@ -476,7 +533,7 @@ static int kids_run(struct __test_metadata *_metadata, const char *cg,
 	return ok;
 }
 
-TEST_F(mem, memcg_limit_stops_binding)
+TEST_F(mem, memcg_limit_stops_growth)
 {
 	char buf[64], path[PATH_MAX];
 	long m0, ev0, ev1, oom, used_plain, used_bound, max;
@@ -501,8 +558,8 @@ TEST_F(mem, memcg_limit_stops_binding)
 	ASSERT_EQ(MEMCG_KIDS, plain) TH_LOG("the children alone do not fit");
 	EXPECT_LT(0, stopped);
 	EXPECT_LT(0, ev1 - ev0);
-	/* Each bound child costs its area: about MEMCG_ROOM / 270 KiB fit. */
-	EXPECT_LE(MEMCG_KIDS / 4, bound);
+	/* A child with its threads is about 1 MiB: some fit. */
+	EXPECT_LE(1, bound);
 	EXPECT_LE(cg_read(self->cg, "memory.peak"), max);
 }
 

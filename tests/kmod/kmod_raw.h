@@ -129,6 +129,15 @@ static inline __u64 *umcg_events(struct umcg_task *map,
 					      sysconf(_SC_PAGESIZE)));
 }
 
+/* The event bitmap's summary (a bit per word) of that mapping. */
+static inline __u64 *umcg_summary(struct umcg_task *map,
+				  unsigned int max_tasks)
+{
+	return (__u64 *)((char *)map +
+			 UMCG_MMAP_SUMMARY_OFF(max_tasks,
+					       sysconf(_SC_PAGESIZE)));
+}
+
 /* Slot index of the struct umcg_task at @task_off. */
 static inline unsigned int umcg_slot_idx(__u64 task_off)
 {

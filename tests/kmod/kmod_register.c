@@ -226,7 +226,7 @@ TEST_F(reg, zeroed_at_register)
  * lookups may still be on its hash node until a grace period ends, and
  * hashing it again at once would lead them into another bucket, where
  * they miss the threads of their own (a spurious -ESRCH).  After a grace
- * period it is the first free slot again.
+ * period the slot freed last is the first reused.
  */
 TEST_F(reg, reuse_after_grace_period)
 {
@@ -242,7 +242,7 @@ TEST_F(reg, reuse_after_grace_period)
 	ASSERT_EQ(0, umcg_unreg(self->fd));
 	ASSERT_EQ(0, grace_period());
 	ASSERT_EQ(0, umcg_reg(self->fd, UMCG_REGISTER_WORKER, 0, 0, &off3));
-	EXPECT_EQ(off, off3);
+	EXPECT_EQ(off2, off3);
 	EXPECT_EQ(0, umcg_unreg(self->fd));
 }
 
@@ -493,65 +493,227 @@ TEST_F(reg, mmap_invalid)
 	EXPECT_EQ(MAP_FAILED, p);
 }
 
+#define MAX_TASKS_PARAM	"/sys/module/" UMCG_KMOD_NAME "/parameters/max_tasks"
+
+/* Write @n into umcg.ko's max_tasks; 0 or -errno. */
+static int max_tasks_write(long n)
+{
+	char buf[32];
+	FILE *f = fopen(MAX_TASKS_PARAM, "we");
+	int ret = 0;
+
+	if (!f)
+		return -errno;
+	snprintf(buf, sizeof(buf), "%ld\n", n);
+	if (fputs(buf, f) < 0)
+		ret = -EIO;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
 struct limit_thread {
 	int fd;
+	struct umcg_task *map;
 	pthread_barrier_t *barrier;
 	int ret;
+	__u64 off;
+	bool wrote;
 };
 
 static void *limit_fn(void *arg)
 {
 	struct limit_thread *l = arg;
 
-	l->ret = umcg_reg(l->fd, UMCG_REGISTER_WORKER, 0, 0, NULL);
+	l->ret = umcg_reg(l->fd, UMCG_REGISTER_WORKER, 0, 0, &l->off);
+	if (!l->ret && l->map) {
+		/* The page of its word is mapped once REGISTER returned. */
+		struct umcg_task *t = &l->map[umcg_slot_idx(l->off)];
+
+		t->next_tid = umcg_gettid();
+		l->wrote = t->next_tid == (__u32)umcg_gettid();
+	}
 	pthread_barrier_wait(l->barrier);
 	pthread_barrier_wait(l->barrier);
 	/* Exits registered: the slot is reclaimed once the thread is gone. */
 	return NULL;
 }
 
-TEST_F_TIMEOUT(reg, limit, 180)
+/*
+ * @n threads register on @fd (mapped at @map, or NULL) at once and wait;
+ * returns how many did, each slot its own and inside @max; then, with them
+ * all registered, *@extra gets what one more REGISTER (a server) returns.
+ * The threads then exit registered.
+ */
+static unsigned int limit_run(struct __test_metadata *_metadata, int fd,
+			      struct umcg_task *map, unsigned int n,
+			      unsigned int max, int *extra)
 {
-	unsigned int n = self->max_tasks;
-	struct limit_thread *l;
+	struct limit_thread *l = calloc(n, sizeof(*l));
+	pthread_t *th = calloc(n, sizeof(*th));
+	unsigned char *seen = calloc(max, 1);
 	pthread_barrier_t barrier;
 	pthread_attr_t attr;
-	pthread_t *th;
-	int ok = 0, ret = 0;
+	unsigned int ok = 0, dup = 0, wrote = 0;
 
-	l = calloc(n, sizeof(*l));
-	th = calloc(n, sizeof(*th));
-	ASSERT_TRUE(l && th);
+	EXPECT_TRUE(l && th && seen);
+	if (!l || !th || !seen)
+		return 0;
 	ASSERT_EQ(0, pthread_attr_init(&attr));
 	ASSERT_EQ(0, pthread_attr_setstacksize(&attr, 64 * 1024));
 	ASSERT_EQ(0, pthread_barrier_init(&barrier, NULL, n + 1));
 	for (unsigned int i = 0; i < n; i++) {
-		l[i].fd = self->fd;
+		l[i].fd = fd;
+		l[i].map = map;
 		l[i].barrier = &barrier;
-		ASSERT_EQ(0, pthread_create(&th[i], &attr, limit_fn, &l[i]));
+		ASSERT_EQ(0, pthread_create(&th[i], &attr, limit_fn, &l[i]))
+			TH_LOG("thread %u", i);
 	}
 	pthread_barrier_wait(&barrier);
-	for (unsigned int i = 0; i < n; i++)
-		ok += l[i].ret == 0;
-	EXPECT_EQ(n, ok);
-	EXPECT_EQ(-ENOSPC, umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL));
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int idx = umcg_slot_idx(l[i].off);
+
+		if (l[i].ret)
+			continue;
+		ok++;
+		wrote += l[i].wrote;
+		if (idx >= max || seen[idx]++)
+			dup++;
+	}
+	EXPECT_EQ(0, dup);
+	if (map)
+		EXPECT_EQ(ok, wrote);
+	*extra = umcg_reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL);
+	if (!*extra)
+		EXPECT_EQ(0, umcg_unreg(fd));
 	pthread_barrier_wait(&barrier);
 	for (unsigned int i = 0; i < n; i++)
 		ASSERT_EQ(0, pthread_join(th[i], NULL));
+	pthread_barrier_destroy(&barrier);
+	pthread_attr_destroy(&attr);
+	free(seen);
+	free(l);
+	free(th);
+	return ok;
+}
+
+/*
+ * The limit is the module parameter max_tasks, which a file takes when
+ * it is opened: set to LIMIT_TASKS (a chunk past 4096), a file opened then
+ * reports it; that many threads register, each in a slot of its own whose
+ * word is mapped, the next REGISTER is -ENOSPC, and once the threads that
+ * exited registered are reaped their slots come back.  A file opened
+ * before the change keeps its own limit.
+ */
+#define LIMIT_TASKS	(4096 + 64)
+
+TEST_F_TIMEOUT(reg, limit, 280)
+{
+	long old = umcg_read_number(MAX_TASKS_PARAM);
+	unsigned int n = LIMIT_TASKS, ok;
+	struct umcg_task *map;
+	int fd, extra = 0, ret = 0;
+
+	ASSERT_LT(0, old) TH_LOG("%s", MAX_TASKS_PARAM);
+	ASSERT_EQ(-EINVAL, max_tasks_write(0));
+	ASSERT_EQ(-EINVAL, max_tasks_write((1L << 20) + 1));
+	ASSERT_EQ(0, max_tasks_write(LIMIT_TASKS));
+	fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	ASSERT_EQ(0, max_tasks_write(old));
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(LIMIT_TASKS, umcg_max_tasks(fd));
+	EXPECT_EQ(old, umcg_max_tasks(self->fd));
+	map = umcg_map(fd, umcg_map_len(LIMIT_TASKS));
+	ASSERT_NE(MAP_FAILED, map) TH_LOG("mmap: %s", strerror(errno));
+
+	ok = limit_run(_metadata, fd, map, n, LIMIT_TASKS, &extra);
+	EXPECT_EQ(n, ok);
+	EXPECT_EQ(-ENOSPC, extra);
 
 	/* The exited threads' slots come back once they are reaped. */
 	for (int i = 0; i < 200; i++) {
-		ret = umcg_reg(self->fd, UMCG_REGISTER_SERVER, 0, 0, NULL);
+		ret = umcg_reg(fd, UMCG_REGISTER_SERVER, 0, 0, NULL);
 		if (ret != -ENOSPC)
 			break;
 		umcg_sleep_ms(10);
 	}
 	EXPECT_EQ(0, ret);
-	EXPECT_EQ(0, umcg_unreg(self->fd));
-	pthread_barrier_destroy(&barrier);
-	pthread_attr_destroy(&attr);
-	free(l);
-	free(th);
+	EXPECT_EQ(0, umcg_unreg(fd));
+	EXPECT_EQ(0, munmap(map, umcg_map_len(LIMIT_TASKS)));
+	EXPECT_EQ(0, close(fd));
+}
+
+/*
+ * Past the 4096 threads the module once had room for: MANY_TASKS threads
+ * of one process register at once with the default limit, each in a slot
+ * of its own with its word mapped, and there is room for more.
+ */
+#define MANY_TASKS	10000
+
+TEST_F_TIMEOUT(reg, many, 280)
+{
+	int extra = -1;
+
+	if (self->max_tasks <= MANY_TASKS)
+		SKIP(return, "max_tasks %u", self->max_tasks);
+	reg_map(_metadata, self);
+	EXPECT_EQ(MANY_TASKS, limit_run(_metadata, self->fd, self->map,
+					MANY_TASKS, self->max_tasks, &extra));
+	EXPECT_EQ(0, extra);
+}
+
+struct churn_thread {
+	int fd;
+	bool unregister;
+	int ret;
+	__u64 off;
+};
+
+static void *churn_fn(void *arg)
+{
+	struct churn_thread *c = arg;
+
+	c->ret = umcg_reg(c->fd, UMCG_REGISTER_WORKER, 0, 0, &c->off);
+	if (!c->ret && c->unregister)
+		c->ret = umcg_unreg(c->fd);
+	return NULL;
+}
+
+/*
+ * CHURN_ROUNDS threads, CHURN_AT_ONCE at a time, register and exit (every
+ * other one without unregistering): their slots are reused, so the group
+ * never needs more than a few chunks (CHURN_SLOTS), and the word of a slot
+ * past them would not even be mapped.
+ */
+#define CHURN_ROUNDS	2000
+#define CHURN_AT_ONCE	8
+#define CHURN_SLOTS	(3 * 64)
+
+TEST_F_TIMEOUT(reg, churn_reuses_slots, 280)
+{
+	struct churn_thread c[CHURN_AT_ONCE];
+	pthread_t th[CHURN_AT_ONCE];
+	unsigned int hi = 0, bad = 0;
+
+	reg_map(_metadata, self);
+	for (unsigned int r = 0; r < CHURN_ROUNDS / CHURN_AT_ONCE; r++) {
+		for (unsigned int i = 0; i < CHURN_AT_ONCE; i++) {
+			c[i] = (struct churn_thread){
+				.fd = self->fd, .unregister = i % 2,
+			};
+			ASSERT_EQ(0, pthread_create(&th[i], NULL, churn_fn, &c[i]));
+		}
+		for (unsigned int i = 0; i < CHURN_AT_ONCE; i++) {
+			ASSERT_EQ(0, pthread_join(th[i], NULL));
+			bad += c[i].ret != 0;
+			if (!c[i].ret && umcg_slot_idx(c[i].off) >= hi)
+				hi = umcg_slot_idx(c[i].off) + 1;
+		}
+	}
+	EXPECT_EQ(0, bad);
+	ksft_print_msg("churn: %d threads, slots below %u used\n",
+		       CHURN_ROUNDS, hi);
+	EXPECT_GE(CHURN_SLOTS, hi);
 }
 
 struct done_thread {
