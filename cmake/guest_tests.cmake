@@ -36,3 +36,26 @@ function(umcg_guest_tests_finish)
 			${CMAKE_BINARY_DIR}/tests/${l}.list ONLY_IF_DIFFERENT)
 	endforeach()
 endfunction()
+
+# umcg_add_guest_script(NAME SCRIPT [LIST list] [TIMEOUT seconds]): a guest
+# test written as a script; SCRIPT is configured (@PROJECT_SOURCE_DIR@,
+# @PROJECT_BINARY_DIR@, @PROJECT_VERSION@) into tests/guest/NAME and listed
+# like a program.  It prints the same TAP shape and exits like one (0 pass,
+# 4 skip, else fail).  TIMEOUT: tests/guest/NAME.timeout, which the guest's
+# runner (tools/vm/guest-run) takes when it is longer than its own timeout.
+function(umcg_add_guest_script name script)
+	cmake_parse_arguments(PARSE_ARGV 2 arg "" "LIST;TIMEOUT" "")
+	if(arg_TIMEOUT)
+		file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/tests/guest/${name}.timeout
+			CONTENT "${arg_TIMEOUT}\n")
+	endif()
+	if(NOT arg_LIST)
+		set(arg_LIST guest)
+	endif()
+	configure_file(${script} ${CMAKE_BINARY_DIR}/tests/guest/${name} @ONLY
+		FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE
+			GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+	set_property(GLOBAL APPEND PROPERTY UMCG_GUEST_LISTS ${arg_LIST})
+	set_property(GLOBAL APPEND PROPERTY UMCG_GUEST_LIST_${arg_LIST}
+		${CMAKE_BINARY_DIR}/tests/guest/${name})
+endfunction()
