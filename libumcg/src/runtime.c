@@ -107,7 +107,8 @@ static int umcg_thread_start(struct umcg_group *g, struct umcg_thread *t, int wa
 	uint32_t s;
 	int ret;
 
-	t->tid = gettid();
+	/* Read by umcg_thread_tid() from any thread, 0 until here. */
+	__atomic_store_n(&t->tid, gettid(), __ATOMIC_RELEASE);
 	/*
 	 * In libumcg from before it registers, for a backend whose kernel
 	 * watches in_lib from the registration on (scx: a sleep in here is
@@ -840,7 +841,7 @@ int umcg_thread_state(const umcg_thread_t *t)
 
 int umcg_thread_tid(const umcg_thread_t *t)
 {
-	return t ? t->tid : -EINVAL;
+	return t ? __atomic_load_n(&t->tid, __ATOMIC_ACQUIRE) : -EINVAL;
 }
 
 int umcg_thread_core(const umcg_thread_t *t)

@@ -184,8 +184,15 @@ part_perf() {
 		awk -v p="$pct" 'BEGIN { exit !(p >= 20) }'
 	perf report -i "$tmp/perf.data" --stdio --no-children --comm yield-0 -G \
 		--sort sym > "$tmp/graph" 2> /dev/null
-	check "the call graph of yield-0's samples goes through yielder()" \
-		grep -q 'yielder' "$tmp/graph"
+	if [ "${TOP_TSAN:-0}" = 1 ]; then
+		ok "# SKIP the call graph: ThreadSanitizer's runtime frames hide the workers' own"
+	else
+		# The worker's thread entry, libumcg's umcg_worker_main(), above
+		# the compute function (the frames between may be unwound
+		# wrongly when a sample hits a prologue: not checked).
+		check "the call graph of yield-0's samples goes from umcg_worker_main() to top_workload_compute()" \
+			awk '/top_workload_compute/ && seen { ok = 1 } /umcg_worker_main/ { seen = 1 } END { exit !ok }' "$tmp/graph"
+	fi
 	planted=$(share '^yield-[0-9]+$' top_workload_missing)
 	check "a planted symbol (top_workload_missing) has no share (${planted}%): the check can fail" \
 		awk -v p="$planted" 'BEGIN { exit !(p < 20) }'

@@ -22,6 +22,8 @@ set -u
 part=${1:?usage: top.sh batch|tmux|access|malformed}
 umcgctl=${UMCGCTL:?}
 workload=${TOP_WORKLOAD:?}
+# The workload's main thread; with ThreadSanitizer, its background thread too.
+unmanaged=$((1 + ${TOP_TSAN:-0}))
 . "$(dirname "$0")/lib.sh"
 cleanup_more() {
 	[ -n "${tmux_sock:-}" ] && tmux -L "$tmux_sock" kill-server 2> /dev/null
@@ -32,9 +34,10 @@ cleanup_more() {
 # shows the workload as set up; one at least with every yielder's core
 # taken (running = CORES).  Prints why not.
 check_json() {
-	python3 - "$@" <<'EOF'
-import json, sys
+	UNMANAGED=$unmanaged python3 - "$@" <<'EOF'
+import json, os, sys
 path, y, b, p, cores = sys.argv[1], *map(int, sys.argv[2:])
+unmanaged = int(os.environ["UNMANAGED"])
 bad, full = [], False
 samples = [json.loads(l) for l in open(path) if l.strip()]
 if not samples:
@@ -45,7 +48,7 @@ for i, s in enumerate(samples):
         continue
     q = s["processes"][0]
     st = q["state"]
-    want = {"workers": y + b + p, "blocked": b, "parked": p, "unmanaged": 1,
+    want = {"workers": y + b + p, "blocked": b, "parked": p, "unmanaged": unmanaged,
             "cores": cores, "queued": y, "done": 0, "new": 0}
     got = {"workers": q["workers"], "blocked": st["blocked"], "parked": st["parked"],
            "unmanaged": q["unmanaged"], "cores": len(q["cores"]),
@@ -90,8 +93,8 @@ part_batch() {
 	fi
 	"$umcgctl" top -b -n 1 -d 0.5 -p "$wpid" > "$tmp/text"
 	check "top -b shows the process" grep -q "^PID $wpid top_workload  backend " "$tmp/text"
-	check "top -b shows 2 blocked, 2 parked, 1 unmanaged" \
-		grep -Eq "workers 7: running [12] runnable [01] woken 0 blocked 2 parked 2 new 0 done 0  unmanaged 1" "$tmp/text"
+	check "top -b shows 2 blocked, 2 parked, $unmanaged unmanaged" \
+		grep -Eq "workers 7: running [12] runnable [01] woken 0 blocked 2 parked 2 new 0 done 0  unmanaged $unmanaged" "$tmp/text"
 	sed 's/^/# /' "$tmp/text"
 	"$umcgctl" top -b -n 1 -d 0.2 > "$tmp/all"
 	check "top -b without -p lists the process" grep -q "^PID $wpid " "$tmp/all"
@@ -114,14 +117,17 @@ part_tmux() {
 	start_workload -c 2 -y 3 -b 2 -p 2 || { not_ok "workload starts"; return; }
 	tmux_sock=umcg-top-$$
 	# Not with fd 9: the workload's stdin must close when we say.
+	# tmux runs the command through a shell: quote the path (it may hold
+	# spaces, as a checkout's path may).
+	printf -v cmd '%q top -d 0.5 -p %d; echo top-exit=$?; sleep 10' "$umcgctl" "$wpid"
 	TERM=${TERM:-xterm} tmux -L "$tmux_sock" -f /dev/null new-session -d -s top -x 160 -y 40 \
-		"$umcgctl top -d 0.5 -p $wpid; echo top-exit=\$?; sleep 10" 9>&-
+		"$cmd" 9>&-
 	sleep 2.5
 	tmux -L "$tmux_sock" capture-pane -p -t top > "$tmp/screen"
 	sed 's/^/# /' "$tmp/screen"
 	check "the screen shows the process" grep -q "^PID $wpid top_workload " "$tmp/screen"
-	check "the screen shows 7 workers, 2 blocked, 2 parked, 1 unmanaged" \
-		grep -Eq "workers 7: running [12] runnable [01] woken 0 blocked 2 parked 2 new 0 done 0  unmanaged 1" "$tmp/screen"
+	check "the screen shows 7 workers, 2 blocked, 2 parked, $unmanaged unmanaged" \
+		grep -Eq "workers 7: running [12] runnable [01] woken 0 blocked 2 parked 2 new 0 done 0  unmanaged $unmanaged" "$tmp/screen"
 	sw=$(grep -o 'switches/s [0-9.]*' "$tmp/screen" | head -1 | cut -d' ' -f2)
 	check "the screen shows switches/s > 0 (${sw:-none})" \
 		python3 -c "import sys; sys.exit(0 if float('${sw:-0}') > 0 else 1)"

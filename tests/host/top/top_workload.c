@@ -10,6 +10,7 @@
  * line (or end of file) on standard input, or for SECS seconds with -s;
  * then wakes everyone, joins them and exits 0.
  */
+#include <stdatomic.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,9 +19,9 @@
 
 #include <umcg.h>
 
-static volatile int stop;
+static _Atomic int stop;	/* set by main, read by the workers */
 static int pipes[2];
-static volatile unsigned long sink;
+static _Atomic unsigned long sink;	/* keeps the computation */
 
 /* The yielders' own code, where perf must find their samples. */
 __attribute__((noinline)) unsigned long top_workload_compute(unsigned long n)
@@ -40,7 +41,7 @@ static void *yielder(void *arg)
 		x = top_workload_compute(x);
 		umcg_yield();
 	}
-	sink = x;
+	atomic_store_explicit(&sink, x, memory_order_relaxed);
 	return NULL;
 }
 
@@ -129,7 +130,7 @@ int main(int argc, char **argv)
 		sleep((unsigned int)secs);
 	else
 		(void)!fgets(line, sizeof(line), stdin);
-	stop = 1;
+	atomic_store(&stop, 1);
 	for (int i = 0; i < nb; i++)
 		(void)!write(pipes[1], "x", 1);
 	for (int i = ny + nb; i < ny + nb + np; i++)
