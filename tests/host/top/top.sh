@@ -143,6 +143,7 @@ part_access() {
 	[ "$(id -u)" = 0 ] || skip_all "needs root to run as nobody"
 	command -v setpriv > /dev/null || skip_all "no setpriv"
 	id nobody > /dev/null 2>&1 || skip_all "no user nobody"
+	[ -x /usr/bin/python3 ] || skip_all "no /usr/bin/python3 (to plant an area as nobody)"
 	echo "TAP version 13"
 	echo "1..7"
 	as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups -- "$@"; }
@@ -166,7 +167,9 @@ part_access() {
 	sleep 30 &
 	spid=$!
 	cp /dev/null "$tmp/planted"
-	as_nobody python3 -c "
+	# The system's python3: one found in root's PATH (a pyenv shim under
+	# /root, say) may be one nobody cannot run.
+	as_nobody /usr/bin/python3 -c "
 import struct, os
 fd = os.open('/dev/shm/umcg.$spid', os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
 os.write(fd, struct.pack('<QIIII', 0x7461747367636d75, 1, 448, 512, 1) + bytes(448 + 512 - 24))
