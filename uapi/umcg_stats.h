@@ -39,6 +39,8 @@
 
 #include <linux/types.h>
 
+#include "umcg.h"	/* __UMCG_STATIC_ASSERT */
+
 /* "umcgstat" in memory, little-endian. */
 #define UMCG_STATS_MAGIC	0x7461747367636d75ULL
 #define UMCG_STATS_VERSION	1
@@ -181,21 +183,15 @@ struct umcg_stats_core {
 #define UMCG_STATS_SIZE(nr_cores) \
 	((__u64)UMCG_STATS_HEADER_SIZE + (__u64)(nr_cores) * UMCG_STATS_CORE_SIZE)
 
-#ifdef __cplusplus
-#define __UMCG_STATS_ASSERT(e, m) static_assert(e, m)
-#else
-#define __UMCG_STATS_ASSERT(e, m) _Static_assert(e, m)
-#endif
-
-__UMCG_STATS_ASSERT(sizeof(struct umcg_stats_header) == UMCG_STATS_HEADER_SIZE,
-		    "struct umcg_stats_header layout");
-__UMCG_STATS_ASSERT(sizeof(struct umcg_stats_core) == UMCG_STATS_CORE_SIZE,
-		    "struct umcg_stats_core layout");
-__UMCG_STATS_ASSERT(__builtin_offsetof(struct umcg_stats_header, spawned_total) == 96,
-		    "group counters at 96");
-__UMCG_STATS_ASSERT(__builtin_offsetof(struct umcg_stats_header, req_seq) == 168,
-		    "snapshot at 168");
-__UMCG_STATS_ASSERT(__builtin_offsetof(struct umcg_stats_core, cpu) == 288,
-		    "core snapshot at 288");
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_stats_header) == UMCG_STATS_HEADER_SIZE,
+		     "struct umcg_stats_header layout");
+__UMCG_STATIC_ASSERT(sizeof(struct umcg_stats_core) == UMCG_STATS_CORE_SIZE,
+		     "struct umcg_stats_core layout");
+__UMCG_STATIC_ASSERT(__builtin_offsetof(struct umcg_stats_header, spawned_total) == 96,
+		     "group counters at 96");
+__UMCG_STATIC_ASSERT(__builtin_offsetof(struct umcg_stats_header, req_seq) == 168,
+		     "snapshot at 168");
+__UMCG_STATIC_ASSERT(__builtin_offsetof(struct umcg_stats_core, cpu) == 288,
+		     "core snapshot at 288");
 
 #endif /* _UAPI_UMCG_STATS_H */
