@@ -92,6 +92,22 @@ uint64_t umcg_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/* @t left the core on @cpu blocked in the kernel: count it, once per block. */
+static inline void umcg_count_block(struct umcg_group *g, struct umcg_thread *t, int cpu)
+{
+	atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
+	umcg_probe(block, t->tid, cpu);
+}
+
+/* @t left the core on @cpu at the end of its time slice: count it. */
+static inline void umcg_count_preempt(struct umcg_group *g, struct umcg_thread *t, int cpu)
+{
+	atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
+	umcg_probe(preempt, t->tid, cpu);
+}
+
 /* The CPU of core @idx of @g, for the probes; -1 for no core. */
 static inline int umcg_core_cpu(const struct umcg_group *g, int idx)
 {
@@ -836,9 +852,7 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 		return 0;
 	}
 	if (why & UMCG_ENQ_PREEMPT) {
-		atomic_fetch_add_explicit(&self->nr_preempts, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
-		umcg_probe(preempt, self->tid, c->cpu);
+		umcg_count_preempt(g, self, c->cpu);
 	} else {
 		atomic_fetch_add_explicit(&c->stats->yields, 1, memory_order_relaxed);
 	}
@@ -913,9 +927,7 @@ int umcg_sched_block(struct umcg_thread *self)
 	ret = umcg_leave_running(self, UMCG_TASK_BLOCKED, false, &c);
 	if (ret)
 		return ret;
-	atomic_fetch_add_explicit(&self->nr_blocks, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
-	umcg_probe(block, self->tid, c->cpu);
+	umcg_count_block(g, self, c->cpu);
 	umcg_core_give(c, self);
 	return 0;
 }
@@ -1101,13 +1113,9 @@ static bool umcg_take_core_locked(struct umcg_core *c, struct umcg_thread *t,
 	umcg_stats_vacated(c, preempted ? 0 : __atomic_load_n(&t->ut->blocked_ns, __ATOMIC_RELAXED));
 	umcg_set_state_time(t);
 	if (preempted) {
-		atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
-		umcg_probe(preempt, t->tid, c->cpu);
+		umcg_count_preempt(g, t, c->cpu);
 	} else {
-		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
-		umcg_probe(block, t->tid, c->cpu);
+		umcg_count_block(g, t, c->cpu);
 	}
 	umcg_ref_put(t);
 	umcg_server_kick(c);
@@ -1251,17 +1259,13 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 
 	want &= ~k;
 	if ((want & UMCG_KMOVE_RELEASED) && blocked) {
-		atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
-		atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
-		umcg_probe(block, t->tid, tc->cpu);
+		umcg_count_block(g, t, tc->cpu);
 	}
 	if (freed)
 		umcg_server_kick(tc);
 	if (want & UMCG_KMOVE_QUEUED) {
 		if (!blocked) {
-			atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
-			atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
-			umcg_probe(preempt, t->tid, tc->cpu);
+			umcg_count_preempt(g, t, tc->cpu);
 		}
 		umcg_make_runnable(t, idx, blocked ? UMCG_ENQ_WAKEUP : UMCG_ENQ_PREEMPT);
 	} else if (want & UMCG_KMOVE_EXITED) {
