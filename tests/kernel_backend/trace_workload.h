@@ -172,6 +172,9 @@ static int tr_workload(struct tr_tids *out, const char **why, const char *backen
 	 */
 	*why = "S";
 	ret = umcg_spawn(&s, NULL, tr_s, &r);
+	/* R only once S has the core: else R may run (and end) first. */
+	if (!ret && !tr_await(s, UMCG_STATE_RUNNING))
+		ret = -ETIMEDOUT;
 	if (!ret)
 		ret = umcg_spawn(&rr, NULL, tr_r, &r);
 	if (!ret)
