@@ -34,9 +34,9 @@
  * would spin until picked).  So the wait defers what it can and leaves
  * only for what must not wait:
  *
- *   - blockable signals but SIGKILL: blocked for the wait's duration
- *     (sigprocmask(), which hands process-wide ones to other threads);
- *     delivered once the worker is picked;
+ *   - blockable signals (all but SIGKILL and SIGSTOP): blocked for the
+ *     wait's duration (sigprocmask(), which hands process-wide ones to
+ *     other threads); delivered once the worker is picked;
  *   - TWA_SIGNAL task work of others (io_uring): TIF_NOTIFY_SIGNAL is
  *     cleared, the work runs when this callback returns;
  *   - the system-suspend freezer (and cgroup v1's): the sleep is
@@ -398,12 +398,16 @@ static bool umcg_hold(struct umcg_slot *slot)
 	bool stop = false;
 
 	/*
-	 * sigprocmask() blocks whatever it is given, SIGKILL too (only
-	 * set_current_blocked() leaves it out): a SIGKILL blocked here would
-	 * not count as pending, and the kill would not end the hold.
+	 * sigprocmask() blocks whatever it is given, SIGKILL and SIGSTOP too
+	 * (only set_current_blocked() leaves them out): a SIGKILL blocked
+	 * here would not count as pending, and the kill would not end the
+	 * hold; a SIGSTOP sent to this thread alone (ptrace's attach, as
+	 * gdb -p does) would not wake it, and the attach would wait for a
+	 * stop that never comes.
 	 */
 	sigfillset(&all);
 	sigdelset(&all, SIGKILL);
+	sigdelset(&all, SIGSTOP);
 	sigprocmask(SIG_SETMASK, &all, &saved);
 	/* Picked between the check and schedule(): no block (see wait.c). */
 	WRITE_ONCE(slot->in_wait, true);

@@ -9,7 +9,8 @@
 #   batch      --json and -b output: every sample's counts match the
 #              workload, switches/s > 0; the checker fails on a planted
 #              wrong count; the list mode finds the process; the area goes
-#              at exit; UMCG_STATS=0 publishes nothing
+#              at exit; UMCG_STATS=0 publishes nothing; with
+#              $UMCG_BACKEND set (the guest's top_debug), top shows it
 #   tmux       the interactive screen in a detached tmux session: the
 #              process, its counts and a non-zero switches/s on screen; q quits
 #   access     (root) the area is 0600 and its owner's: nobody can neither
@@ -77,8 +78,10 @@ EOF
 
 part_batch() {
 	need python3
+	local cases=9
+	[ -n "${UMCG_BACKEND:-}" ] && cases=10
 	echo "TAP version 13"
-	echo "1..9"
+	echo "1..$cases"
 	start_workload -c 2 -y 3 -b 2 -p 2 || { not_ok "workload starts"; return; }
 	"$umcgctl" top --json -n 3 -d 0.5 -p "$wpid" > "$tmp/json" 2> "$tmp/jerr"
 	check "top --json -n 3 -d 0.5 -p PID exits 0 ($(head -c 200 "$tmp/jerr"))" test $? = 0
@@ -93,6 +96,10 @@ part_batch() {
 	fi
 	"$umcgctl" top -b -n 1 -d 0.5 -p "$wpid" > "$tmp/text"
 	check "top -b shows the process" grep -q "^PID $wpid top_workload  backend " "$tmp/text"
+	# In the guest: the backend asked for is the one the workload runs on.
+	[ -n "${UMCG_BACKEND:-}" ] &&
+		check "top -b shows backend $UMCG_BACKEND" \
+			grep -q "^PID $wpid top_workload  backend $UMCG_BACKEND " "$tmp/text"
 	check "top -b shows 2 blocked, 2 parked, $unmanaged unmanaged" \
 		grep -Eq "workers 7: running [12] runnable [01] woken 0 blocked 2 parked 2 new 0 done 0  unmanaged $unmanaged" "$tmp/text"
 	sed 's/^/# /' "$tmp/text"
