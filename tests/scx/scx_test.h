@@ -115,19 +115,36 @@ static inline const char *scx_cannot_load(void)
 }
 
 /* Load ours unless a scheduler runs; does one run now? */
+/*
+ * Whether a scheduler was enabled when this test (one forked child of the
+ * harness) first asked scx_ensure_loaded(): -1 before it asked.
+ */
+static int scx_found_loaded = -1;
+
 static inline bool scx_ensure_loaded(void)
 {
+	if (scx_found_loaded < 0)
+		scx_found_loaded = scx_enabled();
 	if (!scx_enabled())
 		umcg_test_umcgctl("load", false);
 	return scx_enabled();
 }
 
-/* Leave the machine as the next test expects it: ours loaded. */
+/*
+ * Leave the machine as this test found it: ours loaded again if it was
+ * (the test may have unloaded or ejected it), unloaded if the test loaded
+ * it, so that a later program that needs sched_ext free (scx_isolation,
+ * scx_loader) finds it free whatever ran before.
+ */
 static inline void scx_restore_loaded(void)
 {
-	if (!access("/sys/kernel/sched_ext", F_OK) && !scx_enabled()) {
+	if (access("/sys/kernel/sched_ext", F_OK) || scx_found_loaded < 0)
+		return;
+	if (scx_found_loaded && !scx_enabled()) {
 		umcg_test_umcgctl("unload", false);
 		umcg_test_umcgctl("load", false);
+	} else if (!scx_found_loaded) {
+		umcg_test_umcgctl("unload", false);
 	}
 }
 
