@@ -407,13 +407,21 @@ TEST_F(f, cgroup_v2)
 	ASSERT_LT(0, pid);
 	snprintf(path, sizeof(path), "%s/cgroup.freeze", cg);
 	for (int round = 0; round < 3; round++) {
+		__u64 t0 = umcg_now_ns(), t1;
+		char held;
+
 		ASSERT_EQ(0, write_file(path, "1"));
 		EXPECT_TRUE(umcg_poll_ms(events_frozen(events, 1), FROZEN_MS))
 			TH_LOG("round %d: never frozen; held worker %c",
 			       round, umcg_proc_state(pid, sh->held_tid));
+		t1 = umcg_now_ns();
+		held = umcg_proc_state(pid, sh->held_tid);
 		EXPECT_EQ(0, sh->held_after);
 		ASSERT_EQ(0, write_file(path, "0"));
 		EXPECT_TRUE(umcg_poll_ms(events_frozen(events, 0), FROZEN_MS));
+		TH_LOG("round %d: frozen in %llu ms (held worker %c), thawed in %llu ms",
+		       round, (unsigned long long)(t1 - t0) / 1000000, held,
+		       (unsigned long long)(umcg_now_ns() - t1) / 1000000);
 		if (_metadata->exit_code)
 			break;
 	}
@@ -428,6 +436,7 @@ TEST_F(f, pm_freezer)
 {
 	char states[128] = "", old_timeout[32] = "";
 	const char *state;
+	__u64 t0;
 	int ret, fd;
 	pid_t pid;
 
@@ -454,7 +463,11 @@ TEST_F(f, pm_freezer)
 		write_file("/sys/power/pm_freeze_timeout", "5000");
 	}
 	ASSERT_EQ(0, write_file("/sys/power/pm_test", "freezer"));
+	t0 = umcg_now_ns();
 	ret = write_file("/sys/power/state", state);
+	TH_LOG("suspend freezer test (%s): %s after %llu ms", state,
+	       ret ? strerror(-ret) : "frozen and thawed",
+	       (unsigned long long)(umcg_now_ns() - t0) / 1000000);
 	write_file("/sys/power/pm_test", "none");
 	if (old_timeout[0])
 		write_file("/sys/power/pm_freeze_timeout", old_timeout);

@@ -11,9 +11,9 @@
  *   affinity  every thread of it is pinned to CPU 0, as "taskset -a -p 1
  *             PID" does: the server of core 1 loses its CPU;
  *   cpuset    it is moved into a cgroup v2 whose cpuset.cpus is "0";
- *   hotplug   CPU 1, which core 1 manages, goes offline and online again
- *             (FA_MANY=1 in the environment: FA_MANY_WORKERS workers in
- *             every variant);
+ *   hotplug   CPU 1, which core 1 manages, goes offline and online again,
+ *             under FA_MANY_WORKERS busy workers (FA_MANY=1 in the
+ *             environment: as many in every variant);
  * then the workers do FA_ROUNDS more operations each and are joined.  The
  * scheduler must still be enabled, with the same enable_seq (never
  * ejected), and the process must say "scx", not "scx-fallback".
@@ -217,7 +217,8 @@ FIXTURE_TEARDOWN(fault)
 
 TEST_F_TIMEOUT(fault, work_finishes, 280)
 {
-	int nr = getenv("FA_MANY") ? FA_MANY_WORKERS : FA_WORKERS;
+	int nr = getenv("FA_MANY") || variant->how == FA_HOTPLUG ?
+		 FA_MANY_WORKERS : FA_WORKERS;
 	unsigned long long seq = scx_enable_seq();
 	struct pollfd pfd;
 	int ready[2], go[2], status = 0, ret;
