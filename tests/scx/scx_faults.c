@@ -175,13 +175,14 @@ FIXTURE(fault) {
 
 FIXTURE_VARIANT(fault) {
 	enum fa_how how;
+	int workers;	/* FA_MANY=1: FA_MANY_WORKERS whatever this says */
 };
 
 /* The control: the same work with no fault. */
-FIXTURE_VARIANT_ADD(fault, none) { .how = FA_NONE };
-FIXTURE_VARIANT_ADD(fault, affinity) { .how = FA_AFFINITY };
-FIXTURE_VARIANT_ADD(fault, cpuset) { .how = FA_CPUSET };
-FIXTURE_VARIANT_ADD(fault, hotplug) { .how = FA_HOTPLUG };
+FIXTURE_VARIANT_ADD(fault, none) { .how = FA_NONE, .workers = FA_WORKERS };
+FIXTURE_VARIANT_ADD(fault, affinity) { .how = FA_AFFINITY, .workers = FA_WORKERS };
+FIXTURE_VARIANT_ADD(fault, cpuset) { .how = FA_CPUSET, .workers = FA_WORKERS };
+FIXTURE_VARIANT_ADD(fault, hotplug) { .how = FA_HOTPLUG, .workers = FA_MANY_WORKERS };
 
 FIXTURE_SETUP(fault)
 {
@@ -217,8 +218,7 @@ FIXTURE_TEARDOWN(fault)
 
 TEST_F_TIMEOUT(fault, work_finishes, 280)
 {
-	int nr = getenv("FA_MANY") || variant->how == FA_HOTPLUG ?
-		 FA_MANY_WORKERS : FA_WORKERS;
+	int nr = getenv("FA_MANY") ? FA_MANY_WORKERS : variant->workers;
 	unsigned long long seq = scx_enable_seq();
 	struct pollfd pfd;
 	int ready[2], go[2], status = 0, ret;
