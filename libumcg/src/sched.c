@@ -261,11 +261,24 @@ static void umcg_core_install(struct umcg_core *c, struct umcg_thread *t)
 int umcg_thread_core_of(const struct umcg_thread *t)
 {
 	struct umcg_thread *m = (struct umcg_thread *)t;
+	uint64_t k, again = atomic_load(&m->kmove);
+	int core;
 
-	if ((atomic_load(&m->kmove) & UMCG_KMOVE_STAGED) &&
-	    umcg_state_of(umcg_thread_load_state(m)) == UMCG_TASK_RUNNABLE)
-		return atomic_load(&m->core_reported);
-	return atomic_load(&m->core);
+	/*
+	 * A stage sets STAGED before t->core (umcg_run_begin_staged()): a
+	 * t->kmove unchanged around the read says the core read is not a
+	 * stage's core read without its STAGED.
+	 */
+	do {
+		k = again;
+		if ((k & UMCG_KMOVE_STAGED) &&
+		    umcg_state_of(umcg_thread_load_state(m)) == UMCG_TASK_RUNNABLE)
+			core = atomic_load(&m->core_reported);
+		else
+			core = atomic_load(&m->core);
+		again = atomic_load(&m->kmove);
+	} while (again != k);
+	return core;
 }
 
 static bool umcg_kmoves(const struct umcg_thread *t)
@@ -427,7 +440,7 @@ static bool umcg_kmove_kernel_held(uint64_t k)
 	return (k >> UMCG_KMOVE_RUN_SHIFT) && !(k & (UMCG_KMOVE_LIB | UMCG_KMOVE_STARTING));
 }
 
-/* Begin the run of @t, held by the refiller of @c, as a staged one. */
+/* Begin the run of @t, held by the refiller of @c, as a staged one on @c. */
 static void umcg_run_begin_staged(struct umcg_core *c, struct umcg_thread *t)
 {
 	uint64_t k = atomic_load(&t->kmove), next;
@@ -437,6 +450,9 @@ static void umcg_run_begin_staged(struct umcg_core *c, struct umcg_thread *t)
 		       UMCG_KMOVE_STAGED |
 		       (umcg_kmove_kernel_held(k) ? UMCG_KMOVE_KHELD : 0);
 	} while (!atomic_compare_exchange_weak(&t->kmove, &k, next));
+	/* After STAGED: umcg_thread_core_of() never reports this core early. */
+	atomic_store(&t->core, c->idx);
+	umcg_pin_to_core(t);
 	atomic_store(&c->stage_run, next >> UMCG_KMOVE_RUN_SHIFT);
 	umcg_run_prepare(t);
 }
@@ -525,8 +541,6 @@ void umcg_core_refill(struct umcg_core *c)
 	    (t = umcg_policy_take(c))) {
 		/* umcg_thread_core() goes on reporting where it last ran. */
 		atomic_store(&t->core_reported, atomic_load(&t->core));
-		atomic_store(&t->core, c->idx);
-		umcg_pin_to_core(t);
 		umcg_run_begin_staged(c, t);
 		b->stage(c, t);
 		/* @c went idle meanwhile: its server takes the stage. */

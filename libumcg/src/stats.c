@@ -50,6 +50,8 @@ struct umcg_stats_area {
 	_Atomic bool stop;
 	pthread_t thread;
 	char name[32];
+	struct umcg_thread **owners;	/* the cores' owners: umcg_stats_snapshot(),
+					 * on the area's thread only */
 };
 
 /*
@@ -149,6 +151,11 @@ int umcg_stats_area_create(struct umcg_group *g, const char *backend, const char
 
 	if (!a)
 		return -ENOMEM;
+	a->owners = calloc(g->nr_cores, sizeof(*a->owners));
+	if (!a->owners) {
+		free(a);
+		return -ENOMEM;
+	}
 	if (umcg_stats_wanted()) {
 		h = umcg_stats_map_named(a, size);
 		a->published = h != NULL;
@@ -156,6 +163,7 @@ int umcg_stats_area_create(struct umcg_group *g, const char *backend, const char
 	if (!h) {
 		h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (h == MAP_FAILED) {
+			free(a->owners);
 			free(a);
 			return -ENOMEM;
 		}
@@ -197,13 +205,38 @@ static long umcg_stats_futex(_Atomic uint32_t *word, int op, uint32_t val)
 	return syscall(SYS_futex, word, op, val, NULL, NULL, 0);
 }
 
-/* Every worker's state and every core's owner, into the area. */
+/*
+ * Every worker's state and every core's owner, into the area.  The threads
+ * are read one by one while they run, so a worker that leaves a core and
+ * the one that takes it could both read RUNNING; "running" therefore counts
+ * only RUNNING workers that own a core in the cores' snapshot, taken first,
+ * and a RUNNING worker that owns none there is on its way on or off a core:
+ * it counts as runnable.  So running <= cores in every sample, it agrees
+ * with the cores' owners, and each worker counts once.
+ */
 static void umcg_stats_snapshot(struct umcg_group *g, struct umcg_stats_header *h)
 {
 	uint32_t count[UMCG_STATS_NR_ST] = { 0 }, workers = 0;
+	struct umcg_thread **owner = g->stats_area->owners;
 	struct cds_list_head *pos;
 
 	pthread_mutex_lock(&g->threads_lock);
+	for (unsigned int i = 0; i < g->nr_cores; i++) {
+		struct umcg_core *c = &g->cores[i];
+		struct umcg_stats_core *sc = umcg_stats_core_at(h, i);
+		char name[16] = "";
+		uint32_t tid = 0;
+
+		pthread_mutex_lock(&c->lock);
+		owner[i] = c->current;
+		if (c->current) {
+			tid = (uint32_t)c->current->tid;
+			memcpy(name, c->current->name, sizeof(name) - 1);
+		}
+		pthread_mutex_unlock(&c->lock);
+		__atomic_store_n(&sc->cur_tid, tid, __ATOMIC_RELAXED);
+		memcpy(sc->cur_name, name, sizeof(sc->cur_name));
+	}
 	cds_list_for_each(pos, &g->threads) {
 		struct umcg_thread *t = cds_list_entry(pos, struct umcg_thread, all_node);
 		unsigned int st;
@@ -212,13 +245,20 @@ static void umcg_stats_snapshot(struct umcg_group *g, struct umcg_stats_header *
 		case UMCG_TASK_NEW:
 			st = UMCG_STATS_ST_NEW;
 			break;
+		case UMCG_TASK_RUNNING:
+			st = UMCG_STATS_ST_RUNNABLE;
+			for (unsigned int i = 0; i < g->nr_cores; i++) {
+				if (owner[i] == t) {
+					owner[i] = NULL;	/* one worker per core */
+					st = UMCG_STATS_ST_RUNNING;
+					break;
+				}
+			}
+			break;
 		case UMCG_TASK_RUNNABLE:
 			st = (atomic_load_explicit(&t->ready_why, memory_order_relaxed) &
 			      UMCG_ENQ_WAKEUP) || umcg_kernel_made_runnable(t) ?
 			     UMCG_STATS_ST_WOKEN : UMCG_STATS_ST_RUNNABLE;
-			break;
-		case UMCG_TASK_RUNNING:
-			st = UMCG_STATS_ST_RUNNING;
 			break;
 		case UMCG_TASK_BLOCKED:
 			st = UMCG_STATS_ST_BLOCKED;
@@ -232,21 +272,6 @@ static void umcg_stats_snapshot(struct umcg_group *g, struct umcg_stats_header *
 		}
 		count[st]++;
 		workers++;
-	}
-	for (unsigned int i = 0; i < g->nr_cores; i++) {
-		struct umcg_core *c = &g->cores[i];
-		struct umcg_stats_core *sc = umcg_stats_core_at(h, i);
-		char name[16] = "";
-		uint32_t tid = 0;
-
-		pthread_mutex_lock(&c->lock);
-		if (c->current) {
-			tid = (uint32_t)c->current->tid;
-			memcpy(name, c->current->name, sizeof(name) - 1);
-		}
-		pthread_mutex_unlock(&c->lock);
-		__atomic_store_n(&sc->cur_tid, tid, __ATOMIC_RELAXED);
-		memcpy(sc->cur_name, name, sizeof(sc->cur_name));
 	}
 	pthread_mutex_unlock(&g->threads_lock);
 	memcpy(h->state, count, sizeof(h->state));
@@ -326,6 +351,7 @@ void umcg_stats_area_destroy(struct umcg_group *g)
 		return;
 	umcg_stats_area_unpublish(g);
 	munmap(a->hdr, a->size);
+	free(a->owners);
 	free(a);
 	g->stats_area = NULL;
 }

@@ -110,6 +110,17 @@ static bool tr_await(umcg_thread_t *t, int state)
 	return umcg_thread_state(t) == state;
 }
 
+/* Wait until the group has recorded a block more than @before. */
+static bool tr_await_block(uint64_t before)
+{
+	uint64_t end = kb_now_ns() + WAIT_NS;
+	struct umcg_stats st;
+
+	while (!umcg_stats(&st) && st.blocks <= before && kb_now_ns() < end)
+		usleep(1000);
+	return !umcg_stats(&st) && st.blocks > before;
+}
+
 /*
  * The program, on libumcg's @backend: 0 and the tids in @out, or -errno
  * (@why says where).
@@ -120,6 +131,7 @@ static int tr_workload(struct tr_tids *out, const char **why, const char *backen
 	struct umcg_config cfg = { .size = sizeof(cfg) };
 	struct tr_run r = { .pipefd = { -1, -1 } };
 	umcg_thread_t *b, *s, *rr;
+	struct umcg_stats st;
 	int ret;
 
 	*why = "pipe";
@@ -134,12 +146,20 @@ static int tr_workload(struct tr_tids *out, const char **why, const char *backen
 	if (ret)
 		goto out_pipe;
 
-	/* B: block, wake, hold, pick. */
+	/*
+	 * B: block, wake, hold, pick.  The pipe is written once the library
+	 * has recorded the block (its probe fires then: Documentation/
+	 * tracing.md), so that B's wake comes after it in every trace.
+	 */
 	*why = "B";
+	ret = umcg_stats(&st);
+	if (ret)
+		goto out_fini;
 	ret = umcg_spawn(&b, NULL, tr_b, &r);
 	if (ret)
 		goto out_fini;
-	if (!tr_await(b, UMCG_STATE_BLOCKED)) {
+	if (!tr_await(b, UMCG_STATE_BLOCKED) || !tr_await_block(st.blocks)) {
+		*why = "B's block";
 		ret = -ETIMEDOUT;
 		goto out_fini;
 	}
