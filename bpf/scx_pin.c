@@ -42,6 +42,11 @@ const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
 	 * release stopped when "umcgctl load" exited.
 	 */
 	{ UMCG_SCX_PIN_TIMER,		UMCG_SCX_PIN_ROOT, NULL },
+	/*
+	 * The same for the bells: bpf_task_work_schedule_signal() refuses
+	 * (-EBUSY) to queue work for a map with no user reference.
+	 */
+	{ UMCG_SCX_PIN_BELLS,		UMCG_SCX_PIN_ROOT, NULL },
 #endif
 	{ NULL, 0, NULL }
 };

@@ -12,7 +12,8 @@
  *   stats, task_stats,
  *   exit_info,
  *   enf_stats         PUBLIC  0444   0444          0444
- *   ctl, enf_timer    ROOT    0600   0600          0600
+ *   ctl, enf_timer,
+ *   bells             ROOT    0600   0600          0600
  *   umcg_register, umcg_pick,
  *   umcg_unregister,
  *   umcg_poke         USE_R   0600   0640 root:G   0644
@@ -40,13 +41,19 @@
  *               mmap drops VM_SHARED for a file opened without write access
  *               and bpf_map_mmap() refuses a mapping without it (-EINVAL).
  *   wake        the enforcer's doorbell, a RINGBUF (UMCG_SCX_WAKE_RING_SZ
- *               in uapi/umcg_scx.h), only with UMCG_SCX_ENFORCE:
- *               libumcg's servers sleep in poll() on it and drain it, so
- *               its users map its consumer page writable: read-write.
+ *               in uapi/umcg_scx.h), only with UMCG_SCX_ENFORCE: servers
+ *               registered with UMCG_SCX_REGISTER_DOORBELL sleep in poll()
+ *               on it and drain it, so its users map its consumer page
+ *               writable: read-write.  libumcg opens it only where the
+ *               kernel has no bells.
  *   enf_timer   the enforcer's timer (heartbeat, hold release), only with
  *               UMCG_SCX_ENFORCE, pinned for the user reference a map with
  *               a timer needs: the kernel frees its timers when no process
  *               and no pin holds it.
+ *   bells       the enforcer's ARRAY of the bell servers' task works, only
+ *               with UMCG_SCX_ENFORCE, pinned for its user reference as
+ *               well: bpf_task_work_schedule_signal() queues nothing for a
+ *               map that no process and no pin holds.
  *   umcg_register, umcg_pick, umcg_unregister, umcg_poke
  *               the enforcer's SEC("syscall") commands (uapi/umcg_scx.h),
  *               only with UMCG_SCX_ENFORCE, for libumcg's scx backend,
@@ -99,6 +106,7 @@
 #define UMCG_SCX_PIN_SHARED	"shared"
 #define UMCG_SCX_PIN_WAKE	"wake"
 #define UMCG_SCX_PIN_TIMER	"enf_timer"
+#define UMCG_SCX_PIN_BELLS	"bells"
 #define UMCG_SCX_PIN_ENF_STATS	"enf_stats"
 
 #define UMCG_SCX_PIN_DIR_MODE	0755

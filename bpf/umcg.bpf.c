@@ -342,7 +342,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(umcg_init)
 void BPF_STRUCT_OPS(umcg_exit, struct scx_exit_info *ei)
 {
 #ifdef UMCG_SCX_ENFORCE
-	enf_stopped = 1;
+	enf_exit();
 #endif
 	/* The kind last, with a full barrier: readers take the rest after it. */
 	UEI_RECORD(uei, ei);

@@ -24,14 +24,23 @@
  *    moves the CPU's held server to its local DSQ.  No user-space round
  *    trip.
  *
- * c. Servers are SCHED_EXT.  A doorbell server (registered with
- *    UMCG_SCX_REGISTER_DOORBELL, as libumcg's are) sleeps in the kernel
- *    when it has nothing to do: in poll() on the ringbuf "wake", which
- *    enf_server_news() rings (bpf_ringbuf_output with BPF_RB_FORCE_WAKEUP;
- *    the wake-up is deferred to irq_work, so any context may ring) where a
- *    held server gets need_server below, and on a worker's exit; not for a
- *    sleep inside libumcg (d.), which publishes no block.  Woken, it
- *    goes to its CPU's local DSQ; it is never held.
+ * c. Servers are SCHED_EXT.  A bell server (registered with
+ *    UMCG_SCX_REGISTER_BELL, as libumcg's are where the kernel has
+ *    bpf_task_work_schedule_signal()) sleeps in the kernel when it has
+ *    nothing to do: in a futex wait on its bell, its slot's word in
+ *    shared.bell.  Its group's news for its CPU rings it (enf_bell(): the
+ *    group's bell_slot[cpu] names it; one atomic add to the word, then a
+ *    TWA_SIGNAL task work for that one task, which ends its wait; the
+ *    restarted wait sees the word moved).  Nothing of another process
+ *    reaches it: the task is found by its slot's kernel tid and checked
+ *    against its task storage.  A doorbell server (UMCG_SCX_REGISTER_
+ *    DOORBELL: kernels without that kfunc) sleeps in poll() on the
+ *    ringbuf "wake" instead, which a ring wakes with every other doorbell
+ *    server of the machine.  enf_server_news() rings (the ring's wake-up
+ *    is deferred to irq_work, as the task work is, so any context may
+ *    ring) where a held server gets need_server below, and on a worker's
+ *    exit; not for a sleep inside libumcg (d.), which publishes no block.
+ *    Woken, it goes to its CPU's local DSQ; it is never held.
  *    This is the design, and why: the watchdog (check_rq_for_timeouts())
  *    ejects the scheduler when a task on a runqueue's runnable_list has
  *    not run for timeout_ms since it became runnable (runnable_at; only
@@ -235,8 +244,8 @@ struct enf_task {
 	u16	lib_nohold;	/* worker: UMCG_SCX_REGISTER_IN_LIB */
 	u16	lib_sleep;	/* worker: asleep since in_lib read non-zero */
 	u64	mm;		/* its address space at register (m.) */
-	u32	evicted;	/* server: its CPU was out of reach (m.) */
-	u32	pad;
+	u32	evicted;	/* server: its CPU was out of its reach (m.) */
+	u32	bell;		/* server: sleeps on its own bell (c.) */
 };
 
 struct enf_slot {
@@ -258,6 +267,13 @@ struct enf_slot {
 struct enf_group {
 	u32	tgid;		/* 0: free */
 	u32	nr;		/* registered threads */
+	/* Per CPU: slot + 1 of the group's bell server of that CPU, 0: none. */
+	u32	bell_slot[UMCG_SCX_MAX_CPUS];
+};
+
+/* A bell server's wake-up (c.), by slot: only the task work lives here. */
+struct enf_bell {
+	struct bpf_task_work	tw;
 };
 
 struct enf_cpu {
@@ -320,6 +336,13 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, UMCG_SCX_WAKE_RING_SZ);
 } wake SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, UMCG_SCX_MAX_TASKS);
+	__type(key, u32);
+	__type(value, struct enf_bell);
+} bells SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -585,17 +608,94 @@ static __always_inline u64 enf_worker_dsq(u32 cpu)
 	return SCX_DSQ_LOCAL_ON | cpu;
 }
 
+/* The bell's task work: its wake-up of the server was the point. */
+static int enf_bell_cb(struct bpf_map *map, void *key, void *value)
+{
+	return 0;
+}
+
 /*
- * Ring the doorbell if a server of @cpu sleeps on it.  The wake-up itself
- * is deferred by the ring (irq_work), so this is safe under any rq lock.
- * A full ring loses the record: the servers drain it whenever they wake,
- * and sleep with a timeout (libumcg), so the loss costs time, not a hang.
+ * Ring the bell of group @gi's bell server of @cpu, if it has one: add one
+ * to its count in the shared area, then, unless it runs, end the sleep it
+ * is in with a TWA_SIGNAL task work (queued through irq_work: safe under
+ * any rq lock).
+ * The server is found by its slot's kernel tid and must still be that
+ * group's server of that slot; nothing else wakes.  A task work already on
+ * its way (-EBUSY) ends the sleep all the same, and the restarted wait
+ * finds the new count.  True if it rang.
  */
-static __always_inline bool enf_ring(u32 cpu)
+static __always_inline bool enf_bell(u32 gi, u32 cpu)
+{
+	struct enf_group *g = bpf_map_lookup_elem(&groups, &gi);
+	struct umcg_scx_shared *sh = enf_shared();
+	struct task_struct *p;
+	struct enf_bell *b;
+	struct enf_slot *s;
+	struct enf_task *t;
+	u32 slot1, slot, tid;
+	bool rang = false;
+
+	if (!g || !sh || cpu >= UMCG_SCX_MAX_CPUS ||
+	    !bpf_ksym_exists(bpf_task_work_schedule_signal))
+		return false;
+	/* The verifier must see the masks (the compiler drops them). */
+	barrier_var(cpu);
+	slot1 = READ_ONCE(g->bell_slot[cpu & (UMCG_SCX_MAX_CPUS - 1)]);
+	if (!slot1)
+		return false;
+	slot = (slot1 - 1) & (UMCG_SCX_MAX_TASKS - 1);
+	s = bpf_map_lookup_elem(&slots, &slot);
+	b = bpf_map_lookup_elem(&bells, &slot);
+	if (!s || !b)
+		return false;
+	tid = READ_ONCE(s->tid);
+	if (!tid)
+		return false;
+	p = bpf_task_from_pid(tid);
+	if (!p)
+		return false;
+	t = bpf_task_storage_get(&enf_tasks, p, 0, 0);
+	if (t && READ_ONCE(t->role) == ENF_ROLE_SERVER && t->bell &&
+	    t->group == gi && t->slot == slot) {
+		int ret;
+
+		barrier_var(slot);
+		__sync_fetch_and_add(&sh->bell[slot & (UMCG_SCX_MAX_TASKS - 1)], 1);
+		enf_stat(UMCG_SCX_ENF_BELL);
+		rang = true;
+		/*
+		 * A server still running (TASK_RUNNING, read after the add's
+		 * full barrier) has not set its state for the futex wait,
+		 * which it does with a full barrier before the wait compares
+		 * the bell: that compare sees the add, no wake-up needed.
+		 */
+		if (READ_ONCE(p->__state) != 0) {
+			ret = bpf_task_work_schedule_signal(p, &b->tw, &bells,
+							    enf_bell_cb);
+			enf_stat(!ret ? UMCG_SCX_ENF_BELL_WAKE :
+				 ret == -EBUSY ? UMCG_SCX_ENF_BELL_PENDING :
+						 UMCG_SCX_ENF_BELL_FAILED);
+		}
+	}
+	bpf_task_release(p);
+	return rang;
+}
+
+/*
+ * News for group @gi's server of @cpu: its bell if it has a bell server
+ * there, else the doorbell if a doorbell server of @cpu (of any process)
+ * sleeps on it.  The doorbell's wake-up itself is deferred by the ring
+ * (irq_work), so this is safe under any rq lock.  A full ring loses the
+ * record: the servers drain it whenever they wake, and sleep with a
+ * timeout (libumcg), so the loss costs time, not a hang.
+ */
+static __always_inline bool enf_ring(u32 gi, u32 cpu)
 {
 	struct enf_cpu *c = enf_cpu_of(cpu);
 	u64 rec = cpu;
 
+	if (enf_bell(gi, cpu))
+		return true;
 	if (!c || !READ_ONCE(c->nr_doorbell))
 		return false;
 	if (bpf_ringbuf_output(&wake, &rec, sizeof(rec), BPF_RB_FORCE_WAKEUP))
@@ -606,19 +706,20 @@ static __always_inline bool enf_ring(u32 cpu)
 }
 
 /*
- * A server of @cpu has news.  One that sleeps gets the doorbell; one held
- * in sched_yield() is run by @cpu's next dispatch (need_server), and @cpu
- * is kicked with @kick_flags unless they are 0 (the caller's CPU is about
- * to dispatch anyway).
+ * Group @gi's server of @cpu has news.  One that sleeps gets its bell or
+ * the doorbell (enf_ring()); one held in sched_yield() is run by @cpu's
+ * next dispatch (need_server), and @cpu is kicked with @kick_flags unless
+ * they are 0 (the caller's CPU is about to dispatch anyway).  True if a
+ * sleeping server was rung.
  */
-static __always_inline bool enf_server_news(u32 cpu, u64 kick_flags)
+static __always_inline bool enf_server_news(u32 gi, u32 cpu, u64 kick_flags)
 {
 	struct enf_cpu *c = enf_cpu_of(cpu);
 	bool rang;
 
 	if (!c)
 		return false;
-	rang = enf_ring(cpu);
+	rang = enf_ring(gi, cpu);
 	if (!READ_ONCE(c->nr_held))
 		return rang;
 	WRITE_ONCE(c->need_server, 1);
@@ -655,6 +756,38 @@ static __always_inline void enf_server_count(struct enf_task *t, int delta)
 		__sync_fetch_and_add(&c->nr_held, delta);
 }
 
+/*
+ * Slot @slot becomes group @gi's bell server of @cpu: 0, or -EBUSY when
+ * the group has one there already.
+ */
+static __always_inline int enf_bell_claim(u32 gi, u32 cpu, u32 slot)
+{
+	struct enf_group *g = bpf_map_lookup_elem(&groups, &gi);
+
+	if (!g || cpu >= UMCG_SCX_MAX_CPUS)
+		return -EINVAL;
+	barrier_var(cpu);
+	if (__sync_val_compare_and_swap(&g->bell_slot[cpu & (UMCG_SCX_MAX_CPUS - 1)],
+					0, slot + 1))
+		return -EBUSY;
+	return 0;
+}
+
+/* Server @t, leaving, gives its place as its group's bell server back. */
+static __always_inline void enf_bell_unclaim(struct enf_task *t)
+{
+	u32 gi = t->group, cpu = t->cpu;
+	struct enf_group *g;
+
+	if (!t->bell || cpu >= UMCG_SCX_MAX_CPUS)
+		return;
+	g = bpf_map_lookup_elem(&groups, &gi);
+	barrier_var(cpu);
+	if (g)
+		__sync_val_compare_and_swap(&g->bell_slot[cpu & (UMCG_SCX_MAX_CPUS - 1)],
+					    t->slot + 1, 0);
+}
+
 /* Drop group reference @gi of process @tgid (the last one frees it). */
 static __always_inline void enf_group_put(u32 gi, u32 tgid)
 {
@@ -684,10 +817,12 @@ static __always_inline void enf_drop(struct task_struct *p, struct enf_task *t)
 		return;
 	enf_publish(t, UMCG_TASK_DONE, ENF_TS_NONE, 0);
 	enf_stat(UMCG_SCX_ENF_EXIT);
-	if (role == ENF_ROLE_SERVER)
+	if (role == ENF_ROLE_SERVER) {
 		enf_server_count(t, -1);
-	else
-		enf_ring(t->cpu);	/* its server looks for DONE */
+		enf_bell_unclaim(t);
+	} else {
+		enf_ring(t->group, t->cpu);	/* its server looks for DONE */
+	}
 	t->held = 0;
 	enf_group_put(t->group, p->tgid);
 	idx = t->slot;
@@ -929,7 +1064,7 @@ static __always_inline void enf_runnable(struct task_struct *p, u64 enq_flags)
 	 * Preempt: the server must look now even if a worker runs on its
 	 * CPU, as another core may be idle for the woken one.
 	 */
-	enf_server_news(t->cpu, SCX_KICK_PREEMPT);
+	enf_server_news(t->group, t->cpu, SCX_KICK_PREEMPT);
 }
 
 /* ops.enqueue: true if @p was inserted. */
@@ -1029,7 +1164,7 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 			enf_stat(UMCG_SCX_ENF_SLICE_END);
 			scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_GROUP(t->group & (UMCG_SCX_MAX_GROUPS - 1)),
 					slice, enq_flags);
-			enf_server_news(t->cpu, SCX_KICK_PREEMPT);
+			enf_server_news(t->group, t->cpu, SCX_KICK_PREEMPT);
 			return true;
 		}
 		/*
@@ -1089,12 +1224,13 @@ static __always_inline void enf_quiescent(struct task_struct *p)
 		return;
 	/*
 	 * This CPU's next dispatch runs its held server: no kick needed.
-	 * Doorbell servers are woken, for this CPU or for the worker's own
-	 * server (t->cpu): one ring wakes them all.
+	 * The group's server of this CPU is rung (its core is free), else
+	 * the worker's own server (t->cpu); a doorbell ring wakes every
+	 * doorbell server.
 	 */
-	if ((cpu >= UMCG_SCX_MAX_CPUS || !enf_server_news(cpu, 0)) &&
+	if ((cpu >= UMCG_SCX_MAX_CPUS || !enf_server_news(t->group, cpu, 0)) &&
 	    t->cpu != cpu)
-		enf_ring(t->cpu);
+		enf_ring(t->group, t->cpu);
 }
 
 /* ops.dispatch, first: true if it moved something to @cpu's local DSQ. */
@@ -1428,6 +1564,7 @@ static __always_inline s32 enf_init(void)
 static __always_inline void enf_cpu_hotplug(s32 cpu, bool online)
 {
 	struct enf_cpu *c;
+	int g;
 
 	if (cpu < 0 || cpu >= UMCG_SCX_MAX_CPUS)
 		return;
@@ -1436,7 +1573,24 @@ static __always_inline void enf_cpu_hotplug(s32 cpu, bool online)
 		return;
 	WRITE_ONCE(c->offline, !online);
 	enf_stat(online ? UMCG_SCX_ENF_CPU_ONLINE : UMCG_SCX_ENF_CPU_OFFLINE);
-	enf_ring(cpu);
+	bpf_for(g, 0, UMCG_SCX_MAX_GROUPS)
+		enf_bell(g, cpu);
+	enf_ring(UMCG_SCX_MAX_GROUPS, cpu);	/* no group: the doorbell */
+}
+
+/*
+ * ops.exit: the timer stops re-arming, and every bell server is rung, so
+ * that libumcg's servers, which sleep with no timeout, see at once that
+ * the scheduler is gone.
+ */
+static __always_inline void enf_exit(void)
+{
+	int g, cpu;
+
+	enf_stopped = 1;
+	bpf_for(g, 0, UMCG_SCX_MAX_GROUPS)
+		bpf_for(cpu, 0, UMCG_SCX_MAX_CPUS)
+			enf_bell(g, cpu);
 }
 
 /* ---- commands ---- */
@@ -1548,8 +1702,10 @@ int umcg_register(struct umcg_scx_register_args *args)
 	struct umcg_scx_shared *sh;
 	struct enf_task *t;
 	struct enf_slot *s;
+	const u32 sflags = UMCG_SCX_REGISTER_DOORBELL | UMCG_SCX_REGISTER_BELL;
 	s32 g, slot, scpu, stid;
 	u32 role, wflags;
+	int ret;
 
 	if (args->reserved0)
 		return -EINVAL;
@@ -1579,12 +1735,15 @@ int umcg_register(struct umcg_scx_register_args *args)
 			return scpu;
 		cpu = scpu;
 		role = ENF_ROLE_WORKER;
-	} else if ((flags & ~UMCG_SCX_REGISTER_DOORBELL) == UMCG_REGISTER_SERVER) {
+	} else if ((flags & ~sflags) == UMCG_REGISTER_SERVER) {
 		bool allowed;
 
 		if (server_tid || cpu >= UMCG_SCX_MAX_CPUS ||
-		    cpu >= scx_bpf_nr_cpu_ids())
+		    cpu >= scx_bpf_nr_cpu_ids() || (flags & sflags) == sflags)
 			return -EINVAL;
+		if ((flags & UMCG_SCX_REGISTER_BELL) &&
+		    !bpf_ksym_exists(bpf_task_work_schedule_signal))
+			return -EOPNOTSUPP;
 		/*
 		 * The caller's affinity, cpus_mask, not cpus_ptr: the command
 		 * runs with migration disabled (bpf_prog_run_pin_on_cpu()),
@@ -1622,6 +1781,18 @@ int umcg_register(struct umcg_scx_register_args *args)
 	s = bpf_map_lookup_elem(&slots, &slot);
 	if (!s)
 		return -ENOSPC;
+	if (flags & UMCG_SCX_REGISTER_BELL) {
+		ret = enf_bell_claim(g, cpu, slot);
+		if (ret) {
+			struct enf_group *gr = bpf_map_lookup_elem(&groups, &g);
+
+			WRITE_ONCE(s->tid, 0);
+			enf_slot_shrink();
+			if (gr && __sync_fetch_and_add(&gr->nr, -1) == 1)
+				__sync_val_compare_and_swap(&gr->tgid, tgid, 0);
+			return ret;
+		}
+	}
 	s->tgid = tgid;
 	s->role = role;
 	s->cpu = cpu;
@@ -1645,7 +1816,8 @@ int umcg_register(struct umcg_scx_register_args *args)
 	t->held = 0;
 	t->held_ns = 0;
 	t->tid = tid;
-	t->doorbell = !!(flags & UMCG_SCX_REGISTER_DOORBELL);
+	t->doorbell = !!(flags & (UMCG_SCX_REGISTER_DOORBELL | UMCG_SCX_REGISTER_BELL));
+	t->bell = !!(flags & UMCG_SCX_REGISTER_BELL);
 	t->slice_ns = args->slice_ns;
 	t->in_lib = args->in_lib;
 	t->lib_nohold = !!(wflags & UMCG_SCX_REGISTER_IN_LIB);
@@ -1833,8 +2005,10 @@ int umcg_unregister(struct umcg_scx_unregister_args *args)
 	role = t->role;
 	if (__sync_val_compare_and_swap(&t->role, role, 0) != role)
 		return -ENOENT;	/* dropped meanwhile (enf_drop()) */
-	if (role == ENF_ROLE_SERVER)
+	if (role == ENF_ROLE_SERVER) {
 		enf_server_count(t, -1);
+		enf_bell_unclaim(t);
+	}
 	t->state = UMCG_TASK_NEW;
 	t->held = 0;
 	sh = enf_shared();
@@ -1872,7 +2046,7 @@ int umcg_poke(struct umcg_scx_poke_args *args)
 			struct enf_cpu *c = enf_cpu_of(cpu);
 
 			enf_stat(UMCG_SCX_ENF_POKE);
-			enf_ring(cpu);
+			enf_ring(s->group, cpu);
 			if (!c || !READ_ONCE(c->nr_held))
 				return 0;
 			bpf_rcu_read_lock();

@@ -33,5 +33,13 @@
  * builds for; a kernel without it refuses to load the scheduler.
  */
 struct task_struct *bpf_task_from_vpid(s32 vpid) __ksym;
+/*
+ * bpf_task_work_schedule_signal(): Linux 6.18, the bells of the servers
+ * (umcg_enforce.bpf.h, c.).  Weak: where the kernel has none the scheduler
+ * still loads, and servers register with the doorbell instead.
+ */
+int bpf_task_work_schedule_signal(struct task_struct *task, struct bpf_task_work *tw,
+				  void *map__const_map,
+				  bpf_task_work_callback_t callback) __ksym __weak;
 
 #endif /* UMCG_SCX_COMMON_BPF_H */

@@ -41,7 +41,7 @@
 
 /* The head of struct umcg_scx_shared: "umcg", then the version. */
 #define UMCG_SCX_ABI_MAGIC		0x67636d75U
-#define UMCG_SCX_ABI_VERSION		2
+#define UMCG_SCX_ABI_VERSION		3
 
 /* Limits of one scheduler instance (all processes together). */
 #define UMCG_SCX_MAX_TASKS		4096	/* registered threads, power of 2 */
@@ -61,8 +61,10 @@
  * worker blocked, a worker woke and is held, umcg_poke, a worker exited.
  * Such servers sleep in poll() on the ring's descriptor and drain the ring
  * (consumer position := producer position) before they look for news.
- * Every record wakes every sleeping server: a server that finds nothing
- * for itself sleeps again.
+ * Every record wakes every sleeping server of every process: a server that
+ * finds nothing for itself sleeps again.  Servers registered with
+ * UMCG_SCX_REGISTER_BELL get their news through their own bell instead
+ * (struct umcg_scx_shared.bell), which wakes no other thread.
  */
 #define UMCG_SCX_WAKE_RING_SZ		(64 * 1024)
 
@@ -89,6 +91,18 @@
  *               state word and @seq) when the scheduler moves that slot's
  *               state; never cleared (the map is read-only for processes):
  *               readers compare @seq
+ * @bell:        per slot: the bell of a server registered with
+ *               UMCG_SCX_REGISTER_BELL, a count the scheduler adds one to
+ *               (atomic) whenever that server has news, then, if the
+ *               server is not running, wakes that server alone from the
+ *               sleep it is in (a TWA_SIGNAL task work,
+ *               bpf_task_work_schedule_signal()), which makes the sleep's
+ *               system call return or restart.  The server sleeps
+ *               in a futex wait on its bell (FUTEX_WAITV, private, with
+ *               the count it read before it looked for news): a ring
+ *               after the read fails the wait's compare, or ends the wait
+ *               and fails the compare of its restart.  Zero for every other
+ *               slot
  *
  * Nothing a process does to it can reach the scheduler; the library learns
  * its slot and group from register.
@@ -110,12 +124,14 @@ struct umcg_scx_shared {
 	__u32			pad[14];
 	struct umcg_task	task[UMCG_SCX_MAX_TASKS];
 	__u64			events[UMCG_SCX_MAX_GROUPS][UMCG_SCX_EVENT_WORDS];
+	__u32			bell[UMCG_SCX_MAX_TASKS];
 };
 
 /**
  * struct umcg_scx_register_args - context of the "umcg_register" program
  * @flags:      r: exactly one of UMCG_REGISTER_WORKER, UMCG_REGISTER_SERVER;
- *              a server may add UMCG_SCX_REGISTER_DOORBELL
+ *              a server may add UMCG_SCX_REGISTER_DOORBELL or
+ *              UMCG_SCX_REGISTER_BELL
  * @server_tid: r: worker: a registered server of the caller's process,
  *              its tid in the caller's PID namespace; server: 0
  * @cpu:        r: server: the CPU it serves (in its affinity); worker: 0
@@ -164,6 +180,20 @@ struct umcg_scx_register_args {
  * doorbell for its news and never holds it.
  */
 #define UMCG_SCX_REGISTER_DOORBELL	(1U << 8)
+/*
+ * With UMCG_REGISTER_SERVER, instead of UMCG_SCX_REGISTER_DOORBELL: the
+ * server sleeps in a futex wait on its own bell (struct
+ * umcg_scx_shared.bell[@slot]) when it has nothing to do, and only its own
+ * group's news ring it: a block, wake-up, preemption or exit of a worker
+ * of its group on its CPU (or of a worker it serves, where the group has
+ * no server of the CPU the worker was on), its CPU going offline or
+ * online.  At most one bell server per CPU and group (-EBUSY for a
+ * second).  -EOPNOTSUPP where the kernel cannot wake a chosen task from
+ * BPF (no bpf_task_work_schedule_signal(), before Linux 6.18): register
+ * with UMCG_SCX_REGISTER_DOORBELL then.  Its other threads wake it with a
+ * futex wake of their own words (FUTEX_WAITV waits on both).
+ */
+#define UMCG_SCX_REGISTER_BELL		(1U << 11)
 
 /*
  * With UMCG_REGISTER_WORKER: the worker's group has a time slice (C6),
@@ -334,7 +364,11 @@ struct umcg_scx_task_stats {
 #define UMCG_SCX_ENF_DYING_WAKE		20	/* woken exiting or killed: not held */
 #define UMCG_SCX_ENF_CPU_ONLINE		21	/* ops.cpu_online */
 #define UMCG_SCX_ENF_CPU_OFFLINE	22	/* ops.cpu_offline */
-#define UMCG_SCX_NR_ENF_STATS		23
+#define UMCG_SCX_ENF_BELL		23	/* a server's bell rang (its count moved) */
+#define UMCG_SCX_ENF_BELL_WAKE		24	/* ... and it slept: its wake-up queued */
+#define UMCG_SCX_ENF_BELL_PENDING	25	/* ... its last wake-up still on its way */
+#define UMCG_SCX_ENF_BELL_FAILED	26	/* ... its wake-up not queued (no memory) */
+#define UMCG_SCX_NR_ENF_STATS		27
 
 struct umcg_scx_enf_stats {
 	__u64	cnt[UMCG_SCX_NR_ENF_STATS];
@@ -364,7 +398,8 @@ struct umcg_scx_ctl {
 
 __UMCG_STATIC_ASSERT(sizeof(struct umcg_scx_shared) ==
 		     64 + UMCG_SCX_MAX_TASKS * sizeof(struct umcg_task) +
-		     UMCG_SCX_MAX_GROUPS * UMCG_SCX_EVENT_WORDS * 8,
+		     UMCG_SCX_MAX_GROUPS * UMCG_SCX_EVENT_WORDS * 8 +
+		     UMCG_SCX_MAX_TASKS * 4,
 		     "struct umcg_scx_shared layout");
 __UMCG_STATIC_ASSERT(__builtin_offsetof(struct umcg_scx_shared, task) == 64,
 		     "struct umcg_scx_shared: the slots start at the second cache line");

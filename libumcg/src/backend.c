@@ -75,6 +75,35 @@ int umcg_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t abs_ns)
 	return -errno;
 }
 
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv		449	/* the same number on every architecture */
+#endif
+#ifndef FUTEX_32
+#define FUTEX_32		2	/* struct futex_waitv.flags: a 32-bit word */
+#endif
+
+int umcg_futex_wait2(const _Atomic uint32_t *a, uint32_t seen_a,
+		     const volatile uint32_t *b, uint32_t seen_b, uint64_t abs_ns)
+{
+	struct futex_waitv w[2] = {
+		{ .val = seen_a, .uaddr = (uintptr_t)a,
+		  .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG },
+		{ .val = seen_b, .uaddr = (uintptr_t)b,
+		  .flags = FUTEX_32 | FUTEX_PRIVATE_FLAG },
+	};
+	struct timespec ts, *tsp = NULL;
+
+	if (abs_ns) {
+		ts.tv_sec = abs_ns / 1000000000ULL;
+		ts.tv_nsec = abs_ns % 1000000000ULL;
+		tsp = &ts;
+	}
+	if (syscall(SYS_futex_waitv, w, 2, 0, tsp, CLOCK_MONOTONIC) >= 0 ||
+	    errno == EAGAIN)
+		return 0;
+	return -errno;
+}
+
 void umcg_futex_wake(_Atomic uint32_t *word, int nr)
 {
 	syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, nr, NULL, NULL, 0);

@@ -165,5 +165,14 @@ int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops);
 /* futex(2) on a 32-bit word, private to the process. */
 int umcg_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t abs_ns);
 void umcg_futex_wake(_Atomic uint32_t *word, int nr);
+/*
+ * Sleep until either word no longer reads its @seen (checked on entry, as
+ * umcg_futex_wait() checks its one) or a futex wake of either, at most
+ * until CLOCK_MONOTONIC @abs_ns (0: no limit): FUTEX_WAITV, private.  @b
+ * may be read-only memory (a futex wait only reads).  0, -ETIMEDOUT or
+ * -EINTR; may return early.
+ */
+int umcg_futex_wait2(const _Atomic uint32_t *a, uint32_t seen_a,
+		     const volatile uint32_t *b, uint32_t seen_b, uint64_t abs_ns);
 
 #endif /* UMCG_BACKEND_H */

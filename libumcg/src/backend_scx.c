@@ -48,14 +48,24 @@
  *              before it was made RUNNING) goes there straight from its
  *              wake-up (bpf/umcg_enforce.bpf.h, i); one that ran on and
  *              blocked elsewhere meanwhile is left to the scheduler
- *   server     SCHED_EXT too, registered with UMCG_SCX_REGISTER_DOORBELL:
- *              with nothing to do it sleeps in the kernel, in poll() on
- *              the scheduler's doorbell ring ("wake"), which the scheduler
- *              rings when a worker blocks, a worker it serves wakes, on
- *              "umcg_poke" (server_wake) and when a worker exits; it
- *              drains the ring, then looks, then sleeps, so a ring after
- *              its look wakes it.  Every ring wakes every sleeping server
- *              (of every process): one with nothing to do sleeps again.
+ *   server     SCHED_EXT too, registered with UMCG_SCX_REGISTER_BELL:
+ *              with nothing to do it sleeps in the kernel, in a futex
+ *              wait on both its core's wake_seq and its bell (its slot's
+ *              word in the shared area, read-only for us), which the
+ *              scheduler rings when a worker of ours blocks or is held
+ *              on its CPU, or exits: it reads the bell, then looks, then
+ *              waits for the bell to move from what it read, so a ring
+ *              after its read ends the wait.  A ring wakes this server
+ *              alone, and nothing of another process rings it; our own
+ *              threads wake it with a futex wake of wake_seq
+ *              (server_wake), no program run.  Where the kernel has no
+ *              bells (-EOPNOTSUPP) it registers with
+ *              UMCG_SCX_REGISTER_DOORBELL instead and sleeps in poll() on
+ *              the scheduler's doorbell ring ("wake"), rung for the same
+ *              news and by "umcg_poke" (server_wake); it drains the ring,
+ *              then looks, then sleeps.  Every ring wakes every sleeping
+ *              doorbell server (of every process): one with nothing to
+ *              do sleeps again.
  *              It is never held runnable: a held thread keeps its CPU's
  *              runqueue non-empty for sched_ext, and once the kernel's
  *              deadline server for sched_ext has found nothing to run
@@ -63,7 +73,7 @@
  *              started again until that runqueue has no sched_ext task
  *              at all, so a busy fair-class thread on that CPU starves
  *              every sched_ext task there until the watchdog ejects the
- *              scheduler.  Without the ring (an older scheduler) it is
+ *              scheduler.  Without either (an older scheduler) it is
  *              held in sched_yield() as before
  *   unregister SCHED_OTHER, then the "umcg_unregister" program
  *
@@ -228,6 +238,8 @@ struct scx_server {
 	_Atomic pid_t tid;		/* registered: its tid; else 0 */
 	_Atomic bool started;		/* server_start() is done, either way */
 	bool doorbell;			/* registered with the doorbell */
+	bool bell;			/* registered with its own bell */
+	uint32_t slot;			/* its slot: shared.bell[slot] */
 };
 
 struct scx_group {
@@ -975,10 +987,16 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 	};
 	int ret;
 
-	if (scx.wake_fd >= 0)
-		a.flags |= UMCG_SCX_REGISTER_DOORBELL;
 	/* Registered first, as a worker is (scx_worker_register()). */
+	a.flags |= UMCG_SCX_REGISTER_BELL;
 	ret = scx_run(SCX_PROG_REGISTER, &a, sizeof(a));
+	if (ret == -EOPNOTSUPP) {
+		/* No bells in this kernel: the doorbell ring, if we have it. */
+		a.flags = UMCG_REGISTER_SERVER;
+		if (scx.wake_fd >= 0)
+			a.flags |= UMCG_SCX_REGISTER_DOORBELL;
+		ret = scx_run(SCX_PROG_REGISTER, &a, sizeof(a));
+	}
 	if (!ret) {
 		ret = scx_set_ext(0, true);
 		if (ret) {
@@ -992,6 +1010,8 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 			"(CPU %d): %s\n", c->idx, c->cpu, strerror(-ret));
 	} else {
 		srv->doorbell = a.flags & UMCG_SCX_REGISTER_DOORBELL;
+		srv->bell = a.flags & UMCG_SCX_REGISTER_BELL;
+		srv->slot = a.slot;
 		atomic_store(&srv->tid, gettid());
 	}
 	atomic_store(&srv->started, true);
@@ -1365,23 +1385,36 @@ static bool scx_events_pending(void)
 
 /*
  * Until c->wake_seq moves from @seen, a slot of ours changed, or the group
- * stops: sleep on the doorbell (drain, look, poll()), which the scheduler
- * and scx_server_wake() ring on news; without the doorbell, yield, which
- * is where the scheduler holds us (it runs us on news).  Without the
- * scheduler: sleep on wake_seq, with a timeout.
+ * stops: sleep on our bell and wake_seq (read the bell, look, wait for
+ * either to move), which the scheduler rings on news and
+ * scx_server_wake() moves; with the doorbell instead, sleep on it (drain,
+ * look, poll()); with neither, yield, which is where the scheduler holds
+ * us (it runs us on news).  Without the scheduler: sleep on wake_seq,
+ * with a timeout.
  */
 static int scx_server_wait(struct umcg_core *c, uint32_t seen)
 {
 	struct umcg_group *g = c->group;
 	struct scx_group *sg = g->backend_priv;
-	bool registered = atomic_load(&sg->servers[c->idx].tid) == gettid();
-	bool doorbell = registered && sg->servers[c->idx].doorbell;
+	struct scx_server *srv = &sg->servers[c->idx];
+	bool registered = atomic_load(&srv->tid) == gettid();
+	bool doorbell = registered && srv->doorbell;
+	bool bell = registered && srv->bell;
+	const volatile uint32_t *bellw = bell ? &scx.sh->bell[srv->slot] : NULL;
 	uint64_t checked = umcg_now_ns(), dump_ns = 0;
 	struct pollfd pfd = { .fd = scx.wake_fd, .events = POLLIN };
+	uint32_t rung = 0, last_rung = 0;
 
+	if (bell)
+		last_rung = __atomic_load_n(bellw, __ATOMIC_ACQUIRE);
 	for (;;) {
 		uint64_t now;
 
+		if (bell) {
+			/* Read before the look: a ring after it fails the wait. */
+			rung = __atomic_load_n(bellw, __ATOMIC_ACQUIRE);
+			atomic_thread_fence(memory_order_seq_cst);
+		}
 		if (doorbell && !atomic_load(&scx.gone)) {
 			/* Drained before the look: a ring after it wakes poll(). */
 			scx_doorbell_drain();
@@ -1400,6 +1433,21 @@ static int scx_server_wait(struct umcg_core *c, uint32_t seen)
 		}
 		if (!registered || atomic_load(&scx.gone)) {
 			umcg_futex_wait(&c->wake_seq, seen, umcg_now_ns() + SCX_SLEEP_NS);
+			continue;
+		}
+		if (bell) {
+			/*
+			 * Rung with no news: the scheduler's exit rings every
+			 * bell (or a worker's news was applied by another
+			 * server meanwhile).  No timeout but the dump's poll:
+			 * a server that sleeps wakes for nothing but news.
+			 */
+			if (rung != last_rung && scx_gone_check())
+				continue;
+			last_rung = rung;
+			umcg_futex_wait2(&c->wake_seq, seen, bellw, rung,
+					 c->idx == 0 && atomic_load(&g->dump_signal) ?
+					 now + SCX_DUMP_POLL_NS : 0);
 			continue;
 		}
 		if (doorbell) {
@@ -1429,7 +1477,9 @@ static void scx_server_wake(struct umcg_core *c)
 	tid = atomic_load(&sg->servers[c->idx].tid);
 	if (tid == gettid())
 		return;		/* awake: it looks again before it yields */
-	if (tid && !atomic_load(&scx.gone) && scx_run(SCX_PROG_POKE, &a, sizeof(a)) == 0)
+	/* A bell server sleeps on wake_seq too: no program to run. */
+	if (tid && !sg->servers[c->idx].bell && !atomic_load(&scx.gone) &&
+	    scx_run(SCX_PROG_POKE, &a, sizeof(a)) == 0)
 		return;
 	umcg_futex_wake(&c->wake_seq, 1);
 }

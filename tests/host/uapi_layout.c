@@ -57,6 +57,8 @@ TEST(scx_layout)
 	EXPECT_EQ(4, offsetof(struct umcg_scx_shared, abi_version));
 	EXPECT_EQ(64, offsetof(struct umcg_scx_shared, task));
 	EXPECT_EQ(64 + UMCG_SCX_MAX_TASKS * 64, offsetof(struct umcg_scx_shared, events));
+	EXPECT_EQ(64 + UMCG_SCX_MAX_TASKS * 64 + UMCG_SCX_MAX_GROUPS * UMCG_SCX_EVENT_WORDS * 8,
+		  offsetof(struct umcg_scx_shared, bell));
 	EXPECT_EQ(16, offsetof(struct umcg_scx_register_args, slice_ns));
 	EXPECT_EQ(24, offsetof(struct umcg_scx_register_args, in_lib));
 	EXPECT_EQ(32, offsetof(struct umcg_scx_register_args, slot));
@@ -68,7 +70,7 @@ TEST(scx_layout)
 	EXPECT_EQ(40, offsetof(struct umcg_scx_task_stats, queued));
 	/* Flags of register are above uapi/umcg.h's UMCG_REGISTER_* bits. */
 	EXPECT_EQ(0, (UMCG_SCX_REGISTER_DOORBELL | UMCG_SCX_REGISTER_SLICE |
-		      UMCG_SCX_REGISTER_IN_LIB) &
+		      UMCG_SCX_REGISTER_IN_LIB | UMCG_SCX_REGISTER_BELL) &
 		     (UMCG_REGISTER_WORKER | UMCG_REGISTER_SERVER));
 }
 

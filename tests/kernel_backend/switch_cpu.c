@@ -213,14 +213,18 @@ FIXTURE_TEARDOWN(sw)
 	}
 }
 
-/* scx: the doorbell's count so far (-1: none to read, kmod). */
+/*
+ * scx: the servers woken so far, by the doorbell or by their bells (-1:
+ * none to read, kmod).
+ */
 static int64_t sw_doorbell(void)
 {
 #ifdef KB_BACKEND_SCX
-	uint64_t v;
+	uint64_t v, w;
 
-	if (!umcg_test_scx_enf_stat(UMCG_SCX_ENF_DOORBELL, &v))
-		return (int64_t)v;
+	if (!umcg_test_scx_enf_stat(UMCG_SCX_ENF_DOORBELL, &v) &&
+	    !umcg_test_scx_enf_stat(UMCG_SCX_ENF_BELL_WAKE, &w))
+		return (int64_t)(v + w);
 #endif
 	return -1;
 }

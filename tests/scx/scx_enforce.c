@@ -201,7 +201,7 @@ static void log_enf_stats(struct __test_metadata *_metadata,
 		"pick_asleep", "pick_direct", "unregister", "poke",
 		"doorbell", "doorbell_full", "hold_contended", "slice_end",
 		"slice_defer", "lib_wake", "evicted", "dying_wake",
-		"cpu_online", "cpu_offline",
+		"cpu_online", "cpu_offline", "bell", "bell_wake", "bell_pending", "bell_failed",
 	};
 	struct umcg_scx_enf_stats st;
 	char buf[512];

@@ -251,6 +251,8 @@ static int ux_checks(void)
 			  umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_CTL, true));
 	bad += ux_refused("enf_timer read-only",
 			  umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_TIMER, true));
+	bad += ux_refused("bells read-only",
+			  umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_BELLS, true));
 	bad += ux_refused("stats read-write",
 			  umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_STATS, false));
 	bad += ux_refused("umcg_pick read-write",
@@ -446,6 +448,7 @@ static int ux_modes_are(mode_t use_r, mode_t use_rw, gid_t gid)
 	bad |= ux_pin_is(UMCG_SCX_PIN_LINK, 0600, 0);
 	bad |= ux_pin_is(UMCG_SCX_PIN_CTL, 0600, 0);
 	bad |= ux_pin_is(UMCG_SCX_PIN_TIMER, 0600, 0);
+	bad |= ux_pin_is(UMCG_SCX_PIN_BELLS, 0600, 0);
 	bad |= ux_pin_is(UMCG_SCX_PIN_STATS, 0444, 0);
 	bad |= ux_pin_is(UMCG_SCX_PIN_TASK_STATS, 0444, 0);
 	bad |= ux_pin_is(UMCG_SCX_PIN_EXIT_INFO, 0444, 0);
