@@ -240,6 +240,13 @@ struct scx_server {
 	bool doorbell;			/* registered with the doorbell */
 	bool bell;			/* registered with its own bell */
 	uint32_t slot;			/* its slot: shared.bell[slot] */
+	/*
+	 * A bell server is in (or about to enter) its futex wait: set before
+	 * it reads wake_seq for the last time, cleared after; server_wake()
+	 * reads it after it moved wake_seq (both seq_cst), and skips the
+	 * futex wake while it reads false.
+	 */
+	_Atomic bool asleep;
 };
 
 struct scx_group {
@@ -1445,9 +1452,12 @@ static int scx_server_wait(struct umcg_core *c, uint32_t seen)
 			if (rung != last_rung && scx_gone_check())
 				continue;
 			last_rung = rung;
-			umcg_futex_wait2(&c->wake_seq, seen, bellw, rung,
-					 c->idx == 0 && atomic_load(&g->dump_signal) ?
-					 now + SCX_DUMP_POLL_NS : 0);
+			atomic_store(&srv->asleep, true);
+			if (atomic_load(&c->wake_seq) == seen)
+				umcg_futex_wait2(&c->wake_seq, seen, bellw, rung,
+						 c->idx == 0 && atomic_load(&g->dump_signal) ?
+						 now + SCX_DUMP_POLL_NS : 0);
+			atomic_store(&srv->asleep, false);
 			continue;
 		}
 		if (doorbell) {
@@ -1477,9 +1487,19 @@ static void scx_server_wake(struct umcg_core *c)
 	tid = atomic_load(&sg->servers[c->idx].tid);
 	if (tid == gettid())
 		return;		/* awake: it looks again before it yields */
-	/* A bell server sleeps on wake_seq too: no program to run. */
-	if (tid && !sg->servers[c->idx].bell && !atomic_load(&scx.gone) &&
-	    scx_run(SCX_PROG_POKE, &a, sizeof(a)) == 0)
+	/*
+	 * A bell server sleeps on wake_seq too: no program to run, and no
+	 * wake while it is not asleep (it reads wake_seq again first).  Once
+	 * the scheduler is gone it sleeps on wake_seq alone, without the
+	 * flag: a waker that saw gone false moved wake_seq before the server
+	 * set it, hence before its wait compares.
+	 */
+	if (tid && sg->servers[c->idx].bell && !atomic_load(&scx.gone)) {
+		if (atomic_load(&sg->servers[c->idx].asleep))
+			umcg_futex_wake(&c->wake_seq, 1);
+		return;
+	}
+	if (tid && !atomic_load(&scx.gone) && scx_run(SCX_PROG_POKE, &a, sizeof(a)) == 0)
 		return;
 	umcg_futex_wake(&c->wake_seq, 1);
 }
