@@ -59,8 +59,9 @@
  *              alone, and nothing of another process rings it; our own
  *              threads wake it with a futex wake of wake_seq
  *              (server_wake), no program run.  Where the kernel has no
- *              bells (-EOPNOTSUPP) it registers with
- *              UMCG_SCX_REGISTER_DOORBELL instead and sleeps in poll() on
+ *              bells (-EOPNOTSUPP), or another core of the group has the
+ *              bell of the same CPU (-EBUSY: more cores than CPUs), it
+ *              registers with UMCG_SCX_REGISTER_DOORBELL instead and sleeps in poll() on
  *              the scheduler's doorbell ring ("wake"), rung for the same
  *              news and by "umcg_poke" (server_wake); it drains the ring,
  *              then looks, then sleeps.  Every ring wakes every sleeping
@@ -997,8 +998,12 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 	/* Registered first, as a worker is (scx_worker_register()). */
 	a.flags |= UMCG_SCX_REGISTER_BELL;
 	ret = scx_run(SCX_PROG_REGISTER, &a, sizeof(a));
-	if (ret == -EOPNOTSUPP) {
-		/* No bells in this kernel: the doorbell ring, if we have it. */
+	if (ret == -EOPNOTSUPP || ret == -EBUSY) {
+		/*
+		 * No bells in this kernel, or another core of ours has this
+		 * CPU's (more cores than CPUs): the doorbell ring, if we
+		 * have it.
+		 */
 		a.flags = UMCG_REGISTER_SERVER;
 		if (scx.wake_fd >= 0)
 			a.flags |= UMCG_SCX_REGISTER_DOORBELL;

@@ -551,6 +551,62 @@ static int register_thread(int fd, const struct umcg_scx_register_args *a)
 	return r.ret;
 }
 
+/* commands_validate's bell claims: the programs, in a child. */
+static int bell_reg_fd = -1, bell_unreg_fd = -1;
+
+static int bell_reg(uint32_t flags)
+{
+	struct umcg_scx_register_args a = {
+		.flags = UMCG_REGISTER_SERVER | flags, .cpu = 0,
+	};
+
+	return scx_run_prog(bell_reg_fd, &a, sizeof(a));
+}
+
+static void *bell_reg_thread(void *arg)
+{
+	return (void *)(intptr_t)bell_reg((uint32_t)(uintptr_t)arg);
+}
+
+/* Register a server of CPU 0 in a new thread, which then exits. */
+static int bell_reg_in_thread(uint32_t flags)
+{
+	pthread_t th;
+	void *ret;
+
+	if (pthread_create(&th, NULL, bell_reg_thread, (void *)(uintptr_t)flags))
+		return -EAGAIN;
+	pthread_join(th, &ret);
+	return (int)(intptr_t)ret;
+}
+
+/* 0, or the number of the step that went wrong. */
+static int bell_claims(void)
+{
+	struct umcg_scx_unregister_args u = { 0 };
+
+	if (bell_reg(UMCG_SCX_REGISTER_BELL))
+		return 1;		/* the first bell server of CPU 0 */
+	if (bell_reg_in_thread(UMCG_SCX_REGISTER_BELL) != -EBUSY)
+		return 2;		/* a second one */
+	if (bell_reg_in_thread(UMCG_SCX_REGISTER_DOORBELL))
+		return 3;		/* a doorbell server beside it */
+	if (scx_run_prog(bell_unreg_fd, &u, sizeof(u)))
+		return 4;
+	if (bell_reg_in_thread(UMCG_SCX_REGISTER_BELL))
+		return 5;		/* given back at unregister; at exit */
+	/*
+	 * Given back at that thread's exit: sched_ext's exit_task comes when
+	 * the task is freed, after pthread_join() returned.
+	 */
+	for (int i = 0; bell_reg_in_thread(UMCG_SCX_REGISTER_BELL); i++) {
+		if (i == 500)
+			return 6;
+		usleep(10000);
+	}
+	return 0;
+}
+
 TEST_F_TIMEOUT(enf, commands_validate, 60)
 {
 	struct ctx *c = &self->c;
@@ -614,6 +670,27 @@ TEST_F_TIMEOUT(enf, commands_validate, 60)
 	EXPECT_EQ(-ESRCH, scx_run_prog(c->pick_fd, &pk, sizeof(pk)));
 	ASSERT_EQ(1, write(gp[1], "x", 1));
 	ASSERT_EQ(child, waitpid(child, &status, 0));
+
+	/*
+	 * Bells: not with the doorbell, not for a worker; one bell server per
+	 * CPU and process (a second is -EBUSY, a doorbell server beside it is
+	 * fine), given back at unregister and at exit.  In a child, whose
+	 * threads exit with it.
+	 */
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_SERVER | UMCG_SCX_REGISTER_BELL |
+				UMCG_SCX_REGISTER_DOORBELL, .cpu = 0));
+	EXPECT_EQ(-EINVAL, REG(.flags = UMCG_REGISTER_WORKER | UMCG_SCX_REGISTER_BELL));
+	bell_reg_fd = c->reg_fd;
+	bell_unreg_fd = umcg_scx_obj_fd(self->s, "umcg_unregister");
+	ASSERT_LE(0, bell_unreg_fd);
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0)
+		_exit(bell_claims());
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status))
+		TH_LOG("bell claims: step %d went wrong", WEXITSTATUS(status));
 
 	/* Our own server, then a second registration of the same thread. */
 	EXPECT_EQ(0, scx_run_prog(c->reg_fd, &(struct umcg_scx_register_args){
