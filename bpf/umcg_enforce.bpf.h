@@ -1772,10 +1772,7 @@ int umcg_register(struct umcg_scx_register_args *args)
 		return g;
 	slot = enf_slot_get(tid);
 	if (slot < 0) {
-		struct enf_group *gr = bpf_map_lookup_elem(&groups, &g);
-
-		if (gr && __sync_fetch_and_add(&gr->nr, -1) == 1)
-			__sync_val_compare_and_swap(&gr->tgid, tgid, 0);
+		enf_group_put(g, tgid);
 		return slot;
 	}
 	s = bpf_map_lookup_elem(&slots, &slot);
@@ -1784,12 +1781,9 @@ int umcg_register(struct umcg_scx_register_args *args)
 	if (flags & UMCG_SCX_REGISTER_BELL) {
 		ret = enf_bell_claim(g, cpu, slot);
 		if (ret) {
-			struct enf_group *gr = bpf_map_lookup_elem(&groups, &g);
-
 			WRITE_ONCE(s->tid, 0);
 			enf_slot_shrink();
-			if (gr && __sync_fetch_and_add(&gr->nr, -1) == 1)
-				__sync_val_compare_and_swap(&gr->tgid, tgid, 0);
+			enf_group_put(g, tgid);
 			return ret;
 		}
 	}
