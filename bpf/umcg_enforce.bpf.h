@@ -1580,8 +1580,8 @@ static __always_inline void enf_cpu_hotplug(s32 cpu, bool online)
 
 /*
  * ops.exit: the timer stops re-arming, and every bell server is rung, so
- * that libumcg's servers, which sleep with no timeout, see at once that
- * the scheduler is gone.
+ * that libumcg's servers, asleep on them, see at once that the scheduler
+ * is gone.
  */
 static __always_inline void enf_exit(void)
 {

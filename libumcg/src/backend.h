@@ -119,6 +119,10 @@ void umcg_apply_event(struct umcg_core *c, const struct umcg_event *ev);
  *                     when the kernel found @self's time slice used up
  *                     while it was inside and let it run on (scx): it
  *                     yields now (C6).  True once per such finding
+ * @missed_news:       optional: times a server found news only when its
+ *                     bounded sleep ended, with no wake-up for it (a
+ *                     kernel notification that never came); the dump
+ *                     prints it, tests expect 0
  */
 struct umcg_backend_ops {
 	const char *name;
@@ -145,6 +149,7 @@ struct umcg_backend_ops {
 	void (*stage)(struct umcg_core *c, struct umcg_thread *t);
 	struct umcg_thread *(*stage_ran)(struct umcg_core *c);
 	struct umcg_thread *(*unstage)(struct umcg_core *c, struct umcg_thread *want);
+	uint64_t (*missed_news)(void);
 	bool pin_by_waker;
 	bool kernel_moves;
 	bool runs_unpicked;

@@ -71,9 +71,13 @@ int umcg_dump(FILE *f)
 		(unsigned long long)st.preempts, (unsigned long long)st.steals,
 		(unsigned long long)st.spawned, (unsigned long long)st.exited);
 	/* Threads left unmanaged (a backend's limit), a policy's wrong picks. */
-	fprintf(f, "umcg: refused %llu policy-errors %llu\n",
+	fprintf(f, "umcg: refused %llu policy-errors %llu",
 		(unsigned long long)atomic_load(&g->stats->refused),
 		(unsigned long long)atomic_load(&g->stats->policy_errors));
+	/* News a server found only when its bounded sleep ended. */
+	if (g->backend->missed_news)
+		fprintf(f, " missed-news %llu", (unsigned long long)g->backend->missed_news());
+	fputc('\n', f);
 
 	pthread_mutex_lock(&g->threads_lock);
 	for (unsigned int i = 0; i < g->nr_cores; i++) {
