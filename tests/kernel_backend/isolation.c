@@ -4,8 +4,11 @@
  * while this process runs 1,000 workers that block in nanosleep() in a
  * loop, the server of another libumcg process (a forked child, idle, its
  * main thread asleep in read()) is not woken.  Counted by the child's
- * server thread's own context switches (/proc/PID/task/TID/status), never
- * by time.  On scx the servers sleep on their own bells, which only their
+ * server thread's own context switches (/proc/PID/task/TID/status): no
+ * more than the same server makes idle in a window as long, which is what
+ * its own bounded sleep costs it (on scx a bell server wakes at most every
+ * 50 ms; a machine-wide ring would wake it for each of the thousands of
+ * blocks).  On scx the servers sleep on their own bells, which only their
  * group's news rings (bpf/umcg_enforce.bpf.h, c.); the scheduler's count
  * of bells rung must have grown by the blocks (its counter "bell"), so
  * the test cannot pass with the bells unused.
@@ -160,8 +163,8 @@ TEST_F_TIMEOUT(isolation, blocks_wake_no_other_process, 600)
 	struct umcg_config cfg = { .size = sizeof(cfg) };
 	static umcg_thread_t *t[IS_WORKERS];
 	struct umcg_stats st;
-	long before, after;
-	uint64_t bells __attribute__((unused));
+	long before, after, idle0, idle1;
+	uint64_t bells __attribute__((unused)), t0, window;
 	int n;
 
 	cfg.nr_cores = 2;
@@ -173,6 +176,7 @@ TEST_F_TIMEOUT(isolation, blocks_wake_no_other_process, 600)
 	before = is_server_switches(self->child);
 	ASSERT_LE(0, before);
 	bells = is_bells();
+	t0 = kb_now_ns();
 	for (n = 0; n < IS_WORKERS; n++)
 		if (umcg_spawn(&t[n], NULL, is_worker, NULL))
 			break;
@@ -180,18 +184,26 @@ TEST_F_TIMEOUT(isolation, blocks_wake_no_other_process, 600)
 	for (int i = 0; i < n; i++)
 		EXPECT_EQ(0, umcg_join(t[i], NULL));
 	after = is_server_switches(self->child);
+	window = kb_now_ns() - t0;
+	/* The same server, as long, with nothing running here. */
+	idle0 = is_server_switches(self->child);
+	usleep((useconds_t)(window / 1000));
+	idle1 = is_server_switches(self->child);
 	ASSERT_EQ(0, umcg_stats(&st));
-	TH_LOG("%d workers, %llu blocks here; the other process's server switched %ld times",
-	       n, (unsigned long long)st.blocks, after - before);
+	TH_LOG("%d workers, %llu blocks here in %llu ms; the other process's server switched %ld times, %ld times idle as long",
+	       n, (unsigned long long)st.blocks, (unsigned long long)(window / KB_MS),
+	       after - before, idle1 - idle0);
 	EXPECT_LE(IS_WORKERS, st.blocks);
 #ifdef KB_BACKEND_SCX
 	bells = is_bells() - bells;
-	TH_LOG("bells rung meanwhile: %llu", (unsigned long long)bells);
+	TH_LOG("bells rung meanwhile: %llu; missed news %ld", (unsigned long long)bells,
+	       kb_missed_news());
 	/* Our servers heard of the blocks by their bells. */
 	EXPECT_LE(IS_WORKERS, bells);
 #endif
-	/* Not one of those blocks woke it. */
-	EXPECT_EQ(before, after);
+	/* Not one of those blocks woke it: it woke as often as idle. */
+	EXPECT_GE(2 * (idle1 - idle0) + 20, after - before);
+	EXPECT_GT(st.blocks / 2, (uint64_t)(after - before));
 }
 
 TEST_HARNESS_MAIN

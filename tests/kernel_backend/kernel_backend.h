@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include <uapi/umcg.h>
+#include <umcg.h>
 
 #include "umcg_test.h"
 
@@ -63,6 +64,29 @@ static inline void kb_spin_ns(uint64_t ns)
 
 	while (kb_now_ns() < end)
 		;
+}
+
+/*
+ * The dump's missed-news count: news a server found only when its bounded
+ * sleep ran out (a kernel notification that never came); -1 when the
+ * backend does not count them.
+ */
+static inline long kb_missed_news(void)
+{
+	char *buf = NULL, *p;
+	size_t len = 0;
+	long n = -1;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return -1;
+	umcg_dump(f);
+	fclose(f);
+	p = buf ? strstr(buf, " missed-news ") : NULL;
+	if (p)
+		n = strtol(p + strlen(" missed-news "), NULL, 10);
+	free(buf);
+	return n;
 }
 
 #ifdef KB_BACKEND_SCX

@@ -204,9 +204,10 @@ TEST_F_TIMEOUT(st, nothing_lost_nothing_doubled, 110)
 		EXPECT_EQ(0, umcg_join(r->t[i], NULL));
 	}
 	ASSERT_EQ(0, umcg_stats(&st));
-	TH_LOG("%ld operations; %llu blocks, %llu preemptions, %llu switches",
+	TH_LOG("%ld operations; %llu blocks, %llu preemptions, %llu switches; missed news %ld",
 	       atomic_load(&r->ops), (unsigned long long)st.blocks,
-	       (unsigned long long)st.preempts, (unsigned long long)st.switches);
+	       (unsigned long long)st.preempts, (unsigned long long)st.switches,
+	       kb_missed_news());
 	EXPECT_EQ(0, atomic_load(&r->err)) TH_LOG("op %d", atomic_load(&r->err_op));
 	EXPECT_EQ(0, atomic_load(&r->not_running));
 	if (!variant->time_slice_ns) {
