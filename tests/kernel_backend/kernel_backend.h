@@ -35,7 +35,6 @@
 #include <unistd.h>
 
 #include <uapi/umcg.h>
-#include <umcg.h>
 
 #include "umcg_test.h"
 
@@ -66,10 +65,11 @@ static inline void kb_spin_ns(uint64_t ns)
 		;
 }
 
+#ifdef UMCG_H
 /*
  * The dump's missed-news count: news a server found only when its bounded
  * sleep ran out (a kernel notification that never came); -1 when the
- * backend does not count them.
+ * backend does not count them.  For programs that use libumcg.
  */
 static inline long kb_missed_news(void)
 {
@@ -88,6 +88,7 @@ static inline long kb_missed_news(void)
 	free(buf);
 	return n;
 }
+#endif
 
 #ifdef KB_BACKEND_SCX
 
