@@ -267,6 +267,13 @@ struct scx_group {
 
 /* The calling thread's slot, -1 when it is not registered. */
 static __thread int scx_self_slot = -1;
+/*
+ * A server's own: its last bell sleep ran to its bound, unrung (set by
+ * scx_server_wait()); events its next look applies are then news no ring
+ * announced (scx.bell_missed).  scx_applied counts what its looks apply.
+ */
+static __thread bool scx_after_bound;
+static __thread unsigned long scx_applied;
 
 /*
  * A worker's slot + 1 (0: none), for its wakers, kept in the reserved
@@ -1229,6 +1236,7 @@ static void scx_apply(struct umcg_core *c, struct umcg_thread *t, uint32_t type)
 {
 	struct umcg_event ev = { .type = type, .thread = t };
 
+	scx_applied++;
 	umcg_apply_event(c, &ev);
 }
 
@@ -1362,6 +1370,7 @@ static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 static int scx_poll_events(struct umcg_core *c, struct umcg_event *ev, int max)
 {
 	struct umcg_thread *exited[SCX_EXITED_BATCH];
+	unsigned long applied = scx_applied;
 	unsigned int hwm;
 	int n = 0;
 
@@ -1390,6 +1399,9 @@ static int scx_poll_events(struct umcg_core *c, struct umcg_event *ev, int max)
 		scx_apply(c, exited[i], UMCG_EV_EXITED);
 		umcg_ref_put(exited[i]);
 	}
+	if (scx_after_bound && scx_applied != applied)
+		atomic_fetch_add(&scx.bell_missed, 1);
+	scx_after_bound = false;
 	return 0;
 }
 
@@ -1482,10 +1494,15 @@ static int scx_server_wait(struct umcg_core *c, uint32_t seen)
 							      atomic_load(&g->dump_signal) ?
 							      SCX_DUMP_POLL_NS : SCX_BELL_SLEEP_NS));
 			atomic_store(&srv->asleep, false);
-			/* Slept the whole bound with news waiting: a missed ring. */
-			if (ret == -ETIMEDOUT && __atomic_load_n(bellw, __ATOMIC_ACQUIRE) == rung &&
-			    atomic_load(&c->wake_seq) == seen && scx_events_pending())
-				atomic_fetch_add(&scx.bell_missed, 1);
+			/*
+			 * Slept the whole bound unrung: what the next look
+			 * applies no ring announced.  (A slot's seq also moves
+			 * for what needs no server, a sleep inside libumcg:
+			 * only applied events count.)
+			 */
+			scx_after_bound = ret == -ETIMEDOUT &&
+					  __atomic_load_n(bellw, __ATOMIC_ACQUIRE) == rung &&
+					  atomic_load(&c->wake_seq) == seen;
 			ret = 0;
 			continue;
 		}
