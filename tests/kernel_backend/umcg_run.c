@@ -15,11 +15,15 @@
  *              signal thread reaches it, 5 runs of 5
  *   spin       4 threads spinning on a flag a fifth sets finish on one
  *              core under umcg-run's default time slice
- *   refused    (kmod, its own program kmod_backend_umcg_run_limit: 4,106
- *              threads take a while under TCG) a program with more threads
- *              than umcg.ko takes per process: umcg-run says once on
- *              stderr that a thread runs unmanaged, and the dump counts the
- *              refused ones
+ *   refused    (its own program, kmod_backend_umcg_run_limit and
+ *              scx_backend_umcg_run_limit: thousands of threads take a
+ *              while under TCG) a program with more threads than the
+ *              backend takes (kmod: umcg.ko's max_tasks per process, set
+ *              low for the test; scx: UMCG_SCX_MAX_TASKS on the machine):
+ *              umcg-run says once on stderr that a thread runs unmanaged,
+ *              and the dump counts the refused ones.  The scx program is
+ *              in the list known-hang, not in CI's (tests/kernel_backend/
+ *              CMakeLists.txt)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +42,9 @@
 #include <umcg.h>
 
 #include "kernel_backend.h"
+#ifdef KB_BACKEND_SCX
+#include <uapi/umcg_scx.h>
+#endif
 
 /*
  * Runs "umcg-run --backend B ARGS -- machine MODE..." with its output (and,
@@ -269,6 +276,33 @@ TEST_F_TIMEOUT(ur, refused, 200)
 	EXPECT_EQ((long)info.max_tasks + 10, ur_val(out, "many"));
 	free(out);
 	kb_max_tasks_restore(old_max);
+}
+#endif
+
+#if defined(UR_LIMIT) && defined(KB_BACKEND_SCX)
+/*
+ * The scheduler's table is the machine's: UMCG_SCX_MAX_TASKS slots, the
+ * server and main included, and another process's threads take slots
+ * too (then more are refused).
+ */
+TEST_F_TIMEOUT(ur, refused, 280)
+{
+	char n[16], *out, *p;
+	const char *args[] = { "--cores", "1", "--", MACHINE_BIN, "many", n, NULL };
+	int said = 0;
+
+	snprintf(n, sizeof(n), "%u", UMCG_SCX_MAX_TASKS + 10);
+	out = calloc(1, 1 << 20);
+	ASSERT_NE(NULL, out);
+	ASSERT_EQ(0, ur_run(out, 1 << 20, true, 250, args)) TH_LOG("%.2000s", out);
+	for (p = out; (p = strstr(p, "runs unmanaged")); p++)
+		said++;
+	EXPECT_EQ(1, said) TH_LOG("%.2000s", out);
+	p = strstr(out, "umcg: refused ");
+	ASSERT_NE(NULL, p) TH_LOG("no dump: %.2000s", out);
+	EXPECT_LE(10, strtol(p + strlen("umcg: refused "), NULL, 10)) TH_LOG("%.200s", p);
+	EXPECT_EQ(UMCG_SCX_MAX_TASKS + 10, ur_val(out, "many"));
+	free(out);
 }
 #endif
 
