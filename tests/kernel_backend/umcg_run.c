@@ -244,16 +244,41 @@ TEST_F(ur, spin)
 
 #endif /* !UR_LIMIT */
 
+#ifdef UR_LIMIT
+/*
+ * "umcg-run --cores 1 -- machine many @nr" within @timeout_s: it finishes
+ * all @nr threads, says once that a thread runs unmanaged, and its dump
+ * counts at least 10 refused.
+ */
+static void ur_check_refused(struct __test_metadata *_metadata, unsigned int nr, int timeout_s)
+{
+	char n[16], *out, *p;
+	const char *args[] = { "--cores", "1", "--", MACHINE_BIN, "many", n, NULL };
+	int said = 0;
+
+	snprintf(n, sizeof(n), "%u", nr);
+	out = calloc(1, 1 << 20);
+	ASSERT_NE(NULL, out);
+	ASSERT_EQ(0, ur_run(out, 1 << 20, true, timeout_s, args)) TH_LOG("%.2000s", out);
+	for (p = out; (p = strstr(p, "runs unmanaged")); p++)
+		said++;
+	EXPECT_EQ(1, said) TH_LOG("%.2000s", out);
+	p = strstr(out, "umcg: refused ");
+	ASSERT_NE(NULL, p) TH_LOG("no dump: %.2000s", out);
+	EXPECT_LE(10, strtol(p + strlen("umcg: refused "), NULL, 10)) TH_LOG("%.200s", p);
+	EXPECT_EQ((long)nr, ur_val(out, "many"));
+	free(out);
+}
+#endif
+
 #if defined(UR_LIMIT) && !defined(KB_BACKEND_SCX)
 #define UR_MAX_TASKS	300
 
 TEST_F_TIMEOUT(ur, refused, 200)
 {
 	struct umcg_info info = { .size = sizeof(info) };
-	char n[16], *out, *p;
-	const char *args[] = { "--cores", "1", "--", MACHINE_BIN, "many", n, NULL };
-	int fd, said = 0;
 	long old_max = 0;
+	int fd;
 
 	/* A limit a TCG guest reaches quickly (the parameter, at open). */
 	ASSERT_EQ(0, kb_max_tasks_set(UR_MAX_TASKS, &old_max));
@@ -263,18 +288,7 @@ TEST_F_TIMEOUT(ur, refused, 200)
 	close(fd);
 	ASSERT_EQ(UR_MAX_TASKS, info.max_tasks);
 	/* One server and main fit; the rest and 10 more do not. */
-	snprintf(n, sizeof(n), "%u", info.max_tasks + 10);
-	out = calloc(1, 1 << 20);
-	ASSERT_NE(NULL, out);
-	ASSERT_EQ(0, ur_run(out, 1 << 20, true, 180, args)) TH_LOG("%.2000s", out);
-	for (p = out; (p = strstr(p, "runs unmanaged")); p++)
-		said++;
-	EXPECT_EQ(1, said) TH_LOG("%.2000s", out);
-	p = strstr(out, "umcg: refused ");
-	ASSERT_NE(NULL, p) TH_LOG("no dump: %.2000s", out);
-	EXPECT_LE(10, strtol(p + strlen("umcg: refused "), NULL, 10)) TH_LOG("%.200s", p);
-	EXPECT_EQ((long)info.max_tasks + 10, ur_val(out, "many"));
-	free(out);
+	ur_check_refused(_metadata, info.max_tasks + 10, 180);
 	kb_max_tasks_restore(old_max);
 }
 #endif
@@ -287,22 +301,7 @@ TEST_F_TIMEOUT(ur, refused, 200)
  */
 TEST_F_TIMEOUT(ur, refused, 280)
 {
-	char n[16], *out, *p;
-	const char *args[] = { "--cores", "1", "--", MACHINE_BIN, "many", n, NULL };
-	int said = 0;
-
-	snprintf(n, sizeof(n), "%u", UMCG_SCX_MAX_TASKS + 10);
-	out = calloc(1, 1 << 20);
-	ASSERT_NE(NULL, out);
-	ASSERT_EQ(0, ur_run(out, 1 << 20, true, 250, args)) TH_LOG("%.2000s", out);
-	for (p = out; (p = strstr(p, "runs unmanaged")); p++)
-		said++;
-	EXPECT_EQ(1, said) TH_LOG("%.2000s", out);
-	p = strstr(out, "umcg: refused ");
-	ASSERT_NE(NULL, p) TH_LOG("no dump: %.2000s", out);
-	EXPECT_LE(10, strtol(p + strlen("umcg: refused "), NULL, 10)) TH_LOG("%.200s", p);
-	EXPECT_EQ(UMCG_SCX_MAX_TASKS + 10, ur_val(out, "many"));
-	free(out);
+	ur_check_refused(_metadata, UMCG_SCX_MAX_TASKS + 10, 250);
 }
 #endif
 
