@@ -4,16 +4,22 @@
 # another, on every target kernel.  Each is a kselftest-harness program (TAP
 # output; exit 0 pass, 4 skip, anything else fail).
 #
-#   umcg_add_guest_test(NAME SOURCES src... [LIBS lib...] [LIST list])
+#   umcg_add_guest_test(NAME SOURCES src... [LIBS lib...] [LIST list]
+#                       [TIMEOUT seconds])
 #
 # adds the executable tests/guest/NAME and lists it in
 # ${CMAKE_BINARY_DIR}/tests/<list>.list (default list: "guest"), the file the
 # test command hands to the VM runner.  Lists other than "guest" are for
-# runner self-tests, which are expected to fail in a given way.
+# runner self-tests, which are expected to fail in a given way.  TIMEOUT:
+# tests/guest/NAME.timeout, as for umcg_add_guest_script() below.
 function(umcg_add_guest_test name)
-	cmake_parse_arguments(PARSE_ARGV 1 arg "" "LIST" "SOURCES;LIBS")
+	cmake_parse_arguments(PARSE_ARGV 1 arg "" "LIST;TIMEOUT" "SOURCES;LIBS")
 	if(NOT arg_LIST)
 		set(arg_LIST guest)
+	endif()
+	if(arg_TIMEOUT)
+		file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/tests/guest/${name}.timeout
+			CONTENT "${arg_TIMEOUT}\n")
 	endif()
 	add_executable(${name} ${arg_SOURCES})
 	target_link_libraries(${name} PRIVATE umcg::kselftest ${arg_LIBS})

@@ -19,7 +19,9 @@
  *   published BLOCKED or RUNNABLE with a blocked_ns not seen before, of a
  *     worker outside libumcg (t->in_lib 0)          -> UMCG_EV_BLOCKED
  *     (the scheduler stamps blocked_ns only for sleeps that began outside
- *     libumcg: t->in_lib is read here only for older schedulers)
+ *     libumcg: t->in_lib is read here only for older schedulers); one
+ *     of a worker the policy has queued (it ran unpicked) waits for its
+ *     pick (scx_block_unpicked())
  *   published RUNNABLE (woken, held by the scheduler), the worker outside
  *     libumcg and BLOCKED for the runtime           -> UMCG_EV_WOKEN; it
  *     stays held until the runtime makes it RUNNING (C3)
@@ -215,6 +217,12 @@ static struct {
 	 * read by the one thread that hands the worker a core.
 	 */
 	_Atomic uint64_t wake_seq[UMCG_SCX_MAX_TASKS];
+	/*
+	 * Slot -> look at it again though its seq did not move: set by the
+	 * waker whose pick found the worker asleep in a block that scx_look()
+	 * left pending (see there), cleared by the look.
+	 */
+	_Atomic uint32_t relook[UMCG_SCX_MAX_TASKS];
 	/*
 	 * One past the highest slot a worker of ours registered in: the
 	 * servers' scans stop there (the scheduler hands out the lowest
@@ -590,6 +598,7 @@ static int scx_open(void)
 			atomic_store(&scx.base_bns[i], 0);
 			atomic_store(&scx.in_wait[i], 0);
 			atomic_store(&scx.wake_seq[i], 0);
+			atomic_store(&scx.relook[i], 0);
 		}
 		atomic_store(&scx.slot_hwm, 0);
 		scx.wake_fd = -1;
@@ -956,6 +965,7 @@ static int scx_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	atomic_store(&scx.last_seq[slot], scx_pub_seq(slot));
 	atomic_store(&scx.base_bns[slot], scx_pub_bns(slot));
 	atomic_store(&scx.in_wait[slot], 0);
+	atomic_store(&scx.relook[slot], 0);
 	atomic_store(&scx.slots[slot], t);
 	pthread_mutex_unlock(&scx.lock);
 	/* Not @old itself: a server may have reported and freed it by now. */
@@ -1180,6 +1190,15 @@ static bool scx_woken_running(int slot)
 	       (sn.word & UMCG_TASK_STATE_MASK) == UMCG_TASK_RUNNING;
 }
 
+/* Does worker @slot sleep, for the scheduler? */
+static bool scx_asleep(int slot)
+{
+	struct scx_snap sn;
+
+	return scx_snapshot(slot, &sn) &&
+	       (sn.word & UMCG_TASK_STATE_MASK) == UMCG_TASK_BLOCKED;
+}
+
 /* All waiters: a plain thread in umcg_join() may sleep on the word too. */
 static void scx_wake(struct umcg_thread *t)
 {
@@ -1206,7 +1225,12 @@ static void scx_wake(struct umcg_thread *t)
 	if (scx_woken_running(slot))
 		return;
 	ws = atomic_load(&scx.wake_seq[slot]);
-	scx_pick_allowed(t, slot, g->cores[core].cpu, ws & 1, ws >> 1);
+	if (!scx_pick_allowed(t, slot, g->cores[core].cpu, ws & 1, ws >> 1) ||
+	    !scx_asleep(slot))
+		return;
+	/* Asleep in a block left pending (scx_block_unpicked()): look again. */
+	atomic_store(&scx.relook[slot], 1);
+	scx_server_wake(&g->cores[core]);
 }
 
 static int scx_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next)
@@ -1312,6 +1336,25 @@ static bool scx_left_slot(struct umcg_core *c, struct umcg_thread *t)
 }
 
 /*
+ * A block of @t (published @st, a blocked_ns not seen before) while the
+ * policy has it queued: its hold ended unpicked (runs_unpicked), it ran
+ * on and slept again.  That block takes no core (it owns none); once the
+ * policy picks @t, it does: scx_look() leaves it pending (base_bns not
+ * moved) while @t sleeps, and the pick, which then finds @t asleep, asks
+ * for another look (scx_wake()), where @t is RUNNING and the block takes
+ * its core.  Applied now, the block would be dropped, and the pick would
+ * give the core to a thread asleep in the kernel, the core lost until it
+ * woke (seen under umcg-run: a pthread_cond_wait() for good).  A block
+ * that ended already and was held again needs no pick of its own: the
+ * policy's pick moves that hold.
+ */
+static bool scx_block_unpicked(struct umcg_thread *t, uint32_t st)
+{
+	return (st == UMCG_TASK_BLOCKED || st == UMCG_TASK_RUNNABLE) &&
+	       umcg_state_of(umcg_thread_load_state(t)) == UMCG_TASK_RUNNABLE;
+}
+
+/*
  * What slot @slot (worker @t) published since we last looked: one
  * consistent snapshot, then the events.  Under scx.lock.  Returns true
  * when @t exited (scx_left_slot()).
@@ -1330,7 +1373,9 @@ static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 	bns = sn.bns;
 	cpu = sn.cpu;
 	st = word & UMCG_TASK_STATE_MASK;
-	if (seq == atomic_load(&scx.last_seq[slot]))
+	/* The exchange first: the waker set relook after it made @t RUNNING. */
+	if (!atomic_exchange(&scx.relook[slot], 0) &&
+	    seq == atomic_load(&scx.last_seq[slot]))
 		return false;
 	atomic_store(&scx.last_seq[slot], seq);
 
@@ -1344,6 +1389,13 @@ static bool scx_look(struct umcg_core *c, unsigned int slot, struct umcg_thread 
 	/* in_lib first, then base: see scx_wait(). */
 	in_lib = atomic_load(&t->in_lib) != 0;
 	base = atomic_load(&scx.base_bns[slot]);
+	if (bns != base && !in_lib && scx_block_unpicked(t, st)) {
+		if (st == UMCG_TASK_BLOCKED)
+			return false;	/* pending until its pick: scx_wake() */
+		/* Over, and held again: the policy's pick moves that hold. */
+		atomic_store(&scx.base_bns[slot], bns);
+		return false;
+	}
 	if (bns != base && atomic_compare_exchange_strong(&scx.base_bns[slot], &base, bns) &&
 	    !in_lib)
 		scx_apply(c, t, UMCG_EV_BLOCKED);
@@ -1411,7 +1463,8 @@ static bool scx_events_pending(void)
 
 	for (unsigned int i = 0; i < n; i++)
 		if ((atomic_load(&scx.slots[i]) &&
-		     scx_pub_seq(i) != atomic_load(&scx.last_seq[i])) ||
+		     (scx_pub_seq(i) != atomic_load(&scx.last_seq[i]) ||
+		      atomic_load(&scx.relook[i]))) ||
 		    atomic_load(&scx.orphans[i]))
 			return true;
 	return false;

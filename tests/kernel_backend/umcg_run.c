@@ -21,9 +21,10 @@
  *              backend takes (kmod: umcg.ko's max_tasks per process, set
  *              low for the test; scx: UMCG_SCX_MAX_TASKS on the machine):
  *              umcg-run says once on stderr that a thread runs unmanaged,
- *              and the dump counts the refused ones.  The scx program is
- *              in the list known-hang, not in CI's (tests/kernel_backend/
- *              CMakeLists.txt)
+ *              and the dump counts the refused ones.  On scx it is also
+ *              the test of a block of a worker that ran unpicked
+ *              (Documentation/scx.rst): with such blocks dropped, every
+ *              run stalled with a core's owner asleep
  */
 #include <errno.h>
 #include <fcntl.h>
