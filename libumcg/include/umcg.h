@@ -220,8 +220,11 @@ int umcg_sleep_ns(uint64_t ns);
  * UMCG_BLOCKING_NOW; umcg_blocking_leave() then waits for a core again
  * before it returns, so the caller's code never runs without one (C1).
  * With a kernel backend, which sees every block itself, they only keep
- * count.  Neither makes a system call unless the core changes hands, but
- * for one futex wake of the user backend's monitor when it sleeps long.
+ * count, and umcg_blocking_leave() waits for its pick if the kernel let
+ * the caller run on while the policy had it queued (scx, whose hold of a
+ * woken worker is bounded).  Neither makes a system call unless the core
+ * changes hands, but for one futex wake of the user backend's monitor
+ * when it sleeps long.
  * Calls nest (a signal handler's wrapped call inside a wrapped call); only
  * the outermost pair counts, and a pair made inside a libumcg call (by a
  * signal handler) only counts nesting.  Every enter that returned 0 needs

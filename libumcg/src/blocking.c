@@ -18,7 +18,9 @@
  *   way out     umcg_blocking_leave() clears t->blocking and reads the
  *               state: BLOCKED (the core was taken or given away) means it
  *               queues for a core and waits for one before it returns to
- *               the caller's code (C1, C3), the umcg_reacquire() path.
+ *               the caller's code (C1, C3), the umcg_reacquire() path;
+ *               RUNNABLE (a kernel hold ended before the policy's pick:
+ *               runs_unpicked) means it waits for that pick.
  *
  * Exactly one of the monitor and the returning worker keeps the core.  The
  * monitor, under the core's lock, moves the state RUNNING -> BLOCKED and
@@ -36,7 +38,8 @@
  *
  * With a kernel backend (scx, kmod) the kernel sees every block: both calls
  * only keep count of the nesting, and the way out re-queues a worker whose
- * word reads BLOCKED, as any libumcg call does.
+ * word reads BLOCKED, or waits for the pick of one that reads RUNNABLE, as
+ * any libumcg call does.
  *
  * A pair inside another pair (a signal handler's wrapped call while its
  * worker is in one), or made while the worker is inside libumcg (a handler
@@ -65,10 +68,14 @@ static void umcg_monitor_poke(struct umcg_group *g)
 	umcg_futex_wake(&g->monitor_seq, 1);
 }
 
-/* If @self lost its core since its last libumcg call, get one back (C1). */
+/*
+ * If @self lost its core since its last libumcg call, get one back; if it
+ * runs unpicked (a kernel hold ended while the policy had it queued:
+ * RUNNABLE), wait for its pick (C1).
+ */
 static void umcg_blocking_reacquire(struct umcg_thread *self)
 {
-	if (umcg_state_of(umcg_thread_load_state(self)) == UMCG_TASK_BLOCKED) {
+	if (umcg_state_of(umcg_thread_load_state(self)) != UMCG_TASK_RUNNING) {
 		umcg_lib_enter(self);
 		umcg_lib_leave(self);
 	}

@@ -10,7 +10,10 @@
  * sleeps in the kernel: its core must go on at once, to a third worker.
  * With that block dropped, the core stayed with the sleeper until its next
  * wake-up.  On kmod the sleeper stays held until its pick; the test then
- * checks only that the core goes on.
+ * checks only that the core goes on.  A second test wraps the sleeper's
+ * wait in umcg_blocking_enter()/_leave(), as umcg-run's hooks do: then
+ * the sleeper, its hold ended, waits in umcg_blocking_leave() for its
+ * pick instead of running its own code while the hog owns the core.
  */
 #include <linux/futex.h>
 #include <pthread.h>
@@ -33,6 +36,7 @@
 #define UP_NEXT_MS	2000
 
 struct up_run {
+	bool announced;			/* sleeper wraps its wait as umcg-run does */
 	_Atomic uint32_t word;		/* sleeper's futex: 0 sleep, 1 wake, 2 stop */
 	_Atomic int hogging;
 	_Atomic int sleeper_waits;	/* futex waits the sleeper began */
@@ -59,8 +63,13 @@ static void *up_sleeper(void *arg)
 
 	for (;;) {
 		atomic_fetch_add(&r->sleeper_waits, 1);
-		while ((v = atomic_load(&r->word)) == 0)
+		while ((v = atomic_load(&r->word)) == 0) {
+			if (r->announced && umcg_blocking_enter(0))
+				return NULL;
 			up_futex_wait(&r->word, 0);
+			if (r->announced)
+				umcg_blocking_leave();
+		}
 		if (v == 2)
 			return NULL;
 		if (atomic_load(&r->hogging)) {
@@ -124,9 +133,8 @@ FIXTURE_TEARDOWN(up)
 	}
 }
 
-TEST_F_TIMEOUT(up, core_goes_on_past_a_queued_sleeper, 60)
+static void up_check(struct __test_metadata *_metadata, struct up_run *r)
 {
-	struct up_run *r = &self->run;
 	umcg_thread_t *s, *h, *n;
 	uint64_t end, done, ran;
 
@@ -165,10 +173,17 @@ TEST_F_TIMEOUT(up, core_goes_on_past_a_queued_sleeper, 60)
 		umcg_dump(stderr);
 #ifdef KB_BACKEND_SCX
 	/* What the test plants: the hold ended, the sleeper slept again. */
-	EXPECT_EQ(1, atomic_load(&r->ran_unpicked));
-	EXPECT_EQ(UMCG_STATE_RUNNABLE, atomic_load(&r->state_unpicked));
-	EXPECT_EQ(2, atomic_load(&r->sleeper_waits));
+	if (!r->announced) {
+		EXPECT_EQ(1, atomic_load(&r->ran_unpicked));
+		EXPECT_EQ(UMCG_STATE_RUNNABLE, atomic_load(&r->state_unpicked));
+	}
 #endif
+	/* Announced: the way out of the call waited for the pick (C1). */
+	if (r->announced)
+		EXPECT_EQ(0, atomic_load(&r->ran_unpicked))
+			TH_LOG("ran its own code while queued, in state %d",
+			       atomic_load(&r->state_unpicked));
+	EXPECT_EQ(2, atomic_load(&r->sleeper_waits));
 	EXPECT_NE(0, ran) TH_LOG("the core stayed with the sleeping worker");
 
 	atomic_store(&r->word, 2);
@@ -176,6 +191,23 @@ TEST_F_TIMEOUT(up, core_goes_on_past_a_queued_sleeper, 60)
 	EXPECT_EQ(0, umcg_join(s, NULL));
 	EXPECT_EQ(0, umcg_join(h, NULL));
 	EXPECT_EQ(0, umcg_join(n, NULL));
+}
+
+TEST_F_TIMEOUT(up, core_goes_on_past_a_queued_sleeper, 60)
+{
+	up_check(_metadata, &self->run);
+}
+
+/*
+ * The sleeper's wait wrapped in umcg_blocking_enter()/_leave(), as
+ * umcg-run's hooks wrap a program's calls: once its hold ends it waits in
+ * umcg_blocking_leave() for its pick, and runs none of its own code while
+ * the hog owns the core.
+ */
+TEST_F_TIMEOUT(up, announced_call_waits_for_its_pick, 60)
+{
+	self->run.announced = true;
+	up_check(_metadata, &self->run);
 }
 
 TEST_HARNESS_MAIN
