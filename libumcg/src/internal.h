@@ -15,6 +15,9 @@
  *                   the server); the monitor takes it from a blocked owner.
  *   core->wake_seq  the server's futex word: bumped (then futex-woken)
  *                   whenever the server must look again.
+ *   t->sleepers, core->server_sleepers, group->monitor_sleepers
+ *                   who sleeps on a counted futex word (backend.h): the
+ *                   wakers skip FUTEX_WAKE while nobody does.
  *   t->refs         pins a thread's memory across a wake: see struct.
  *   t->kmove        with a backend whose kernel moves words itself: which
  *                   of the current run's kernel moves were acted on (see
@@ -103,6 +106,8 @@ struct umcg_thread {
 	struct umcg_task *ut;
 	/* Its group; the group outlives its threads (see umcg_fini()). */
 	struct umcg_group *group;
+	/* Threads in a futex wait on the state word (backend.h, counted). */
+	_Atomic uint32_t sleepers;
 
 	pid_t tid;
 	pthread_t pthread;
@@ -185,6 +190,8 @@ struct umcg_core {
 	pthread_mutex_t lock;
 	struct umcg_thread *current;	/* under lock */
 	_Atomic uint32_t wake_seq;
+	/* The user backend's server asleep on wake_seq (backend.h, counted). */
+	_Atomic uint32_t server_sleepers;
 	int idx;
 	int cpu;
 	pthread_t server;
@@ -245,6 +252,8 @@ struct umcg_group {
 	 */
 	_Atomic uint32_t monitor_seq;
 	_Atomic uint32_t monitor_idle;
+	/* The monitor asleep on monitor_seq (backend.h, counted). */
+	_Atomic uint32_t monitor_sleepers;
 
 	/* The private futex hash's next resize (futex_hash.c). */
 	_Atomic uint64_t futex_grow_at;
