@@ -192,6 +192,8 @@ struct umcg_core {
 	_Atomic uint32_t wake_seq;
 	/* The user backend's server asleep on wake_seq (backend.h, counted). */
 	_Atomic uint32_t server_sleepers;
+	/* Its server is one of group->nr_looking (sched.c, "Looking servers"). */
+	_Atomic uint32_t looking;
 	int idx;
 	int cpu;
 	pthread_t server;
@@ -230,7 +232,15 @@ struct umcg_group {
 	uint64_t blocked_ns;
 	_Atomic bool stopping;
 
-	pthread_mutex_t threads_lock;
+	/*
+	 * Looking servers (sched.c): how many are woken to look for work,
+	 * and whether an enqueue left its wake-up to them.  Written on
+	 * wake-ups only, never on a switch; a line of their own.
+	 */
+	_Atomic uint32_t nr_looking __attribute__((aligned(UMCG_CACHELINE)));
+	_Atomic uint32_t kick_owed;
+
+	pthread_mutex_t threads_lock __attribute__((aligned(UMCG_CACHELINE)));
 	struct cds_list_head threads;
 
 	/*
