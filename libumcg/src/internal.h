@@ -174,8 +174,9 @@ struct umcg_thread {
 	/* Statistics; written by whoever changes the state. */
 	_Atomic uint64_t state_since_ns;
 	/*
-	 * When it was last handed to the policy, and why (UMCG_ENQ_*): the
-	 * hand-off latency's start (stats.c) and "woken" in the snapshot.
+	 * When it was last handed to the policy (stamped only while stats.c
+	 * samples hand-off latencies: their start), and why (UMCG_ENQ_*:
+	 * "woken" in the snapshot).
 	 */
 	_Atomic uint64_t ready_ns;
 	_Atomic uint32_t ready_why;
@@ -418,7 +419,9 @@ void umcg_stats_area_unpublish(struct umcg_group *g);
 void umcg_stats_area_destroy(struct umcg_group *g);
 /* One more of libumcg's own threads runs (umcg_own_thread_create()). */
 void umcg_stats_own_thread(struct umcg_group *g);
-/* Core @c lost its owner at @ns (0: now): a hand-off begins. */
+/* Are hand-off latencies sampled (a reader asked: see stats.c)? */
+bool umcg_stats_timing(const struct umcg_group *g);
+/* Core @c lost its owner at @ns (0: now): a hand-off begins, if sampled. */
 void umcg_stats_vacated(struct umcg_core *c, uint64_t ns);
 /* @c has an owner again that will not sample (kernel-run stage). */
 void umcg_stats_filled(struct umcg_core *c);

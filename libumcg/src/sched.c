@@ -713,7 +713,8 @@ void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flag
 	int core;
 
 	umcg_set_state_time(t);
-	atomic_store_explicit(&t->ready_ns, umcg_now_ns(), memory_order_relaxed);
+	if (umcg_stats_timing(g))
+		atomic_store_explicit(&t->ready_ns, umcg_now_ns(), memory_order_relaxed);
 	atomic_store_explicit(&t->ready_why, flags, memory_order_relaxed);
 	umcg_probe(wake, t->tid, umcg_core_cpu(g, waker_core), flags);
 	core = g->policy->enqueue(g->policy_priv, t, waker_core, flags);
