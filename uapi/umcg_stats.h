@@ -70,7 +70,9 @@
  * one (struct umcg_task.blocked_ns) — until the next worker given that
  * core is back in its own code (it saw RUNNING in libumcg).  A worker the
  * kernel runs from the stage on a block (kmod's hand-off) or out of its
- * hold resumes without passing libumcg: not sampled.
+ * hold resumes without passing libumcg: not sampled.  Samples are taken
+ * (two clock reads per switch) only from a reader's first request on
+ * (@req_seq not 0): before one, the histogram reads zero.
  */
 #define UMCG_STATS_HIST_BUCKETS	31
 

@@ -108,3 +108,21 @@ void umcg_futex_wake(_Atomic uint32_t *word, int nr)
 {
 	syscall(SYS_futex, word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, nr, NULL, NULL, 0);
 }
+
+int umcg_futex_wait_counted(_Atomic uint32_t *word, _Atomic uint32_t *sleepers,
+			    uint32_t seen, uint64_t abs_ns)
+{
+	int ret;
+
+	atomic_fetch_add(sleepers, 1);
+	ret = umcg_futex_wait(word, seen, abs_ns);
+	atomic_fetch_sub_explicit(sleepers, 1, memory_order_relaxed);
+	return ret;
+}
+
+void umcg_futex_wake_counted(_Atomic uint32_t *word, _Atomic uint32_t *sleepers, int nr)
+{
+	/* A read-modify-write: it reads the count's latest value (backend.h). */
+	if (atomic_fetch_add(sleepers, 0))
+		umcg_futex_wake(word, nr);
+}

@@ -17,6 +17,7 @@
 #ifndef UMCG_BACKEND_H
 #define UMCG_BACKEND_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -170,6 +171,57 @@ int umcg_backend_select(const char *name, const struct umcg_backend_ops **ops);
 /* futex(2) on a 32-bit word, private to the process. */
 int umcg_futex_wait(_Atomic uint32_t *word, uint32_t seen, uint64_t abs_ns);
 void umcg_futex_wake(_Atomic uint32_t *word, int nr);
+
+/*
+ * Counted futex words: a word with a count of its sleepers beside it, so
+ * that a waker skips FUTEX_WAKE while nobody sleeps on the word.
+ *
+ *   sleeper  umcg_futex_wait_counted(): the count up (a seq_cst RMW), then
+ *            FUTEX_WAIT, which reads the word and queues the sleeper
+ *            atomically with that read (under the futex hash bucket's
+ *            lock); the count down once it returns.
+ *   waker    changes the word (a seq_cst store or RMW), or reads with a
+ *            seq_cst load the change someone else made (a kernel's move);
+ *            then umcg_futex_wake_counted(): a seq_cst RMW of the count
+ *            (adding 0), and FUTEX_WAKE only if it read more than 0.
+ *
+ * No wake-up is lost.  The two RMWs of the count are ordered (its
+ * modification order).  If the waker's comes first, it read 0 (or an
+ * earlier sleeper's count: then it wakes) and the sleeper's increment
+ * reads what the waker's RMW wrote: that synchronises with it, so the
+ * change of the word happens before the sleeper's FUTEX_WAIT reads the
+ * word, which then differs from the sleeper's @seen and the wait returns
+ * at once (EAGAIN).  If the sleeper's comes first, the waker reads at
+ * least 1 and calls FUTEX_WAKE, which finds the sleeper queued or finds
+ * it not yet in (its read of the word then sees the change), as without
+ * the count.  A count above 0 may mean a FUTEX_WAKE for nobody (a sleeper
+ * on its way in or out): harmless.  As with any futex, a word changed
+ * and changed back before the sleeper reads it is not seen.
+ *
+ * Every futex wait on a counted word must be a counted one (a sleeper that
+ * does not count is never woken by a waker that reads 0); uncounted wakes
+ * of a counted word are harmless.  The counted words: each thread's state
+ * word (t->sleepers: the thread's own waits in every backend, joiners in
+ * umcg_join()), the user backend's c->wake_seq (c->server_sleepers) and
+ * g->monitor_seq (g->monitor_sleepers).  Any thread may call either,
+ * concurrently.
+ */
+int umcg_futex_wait_counted(_Atomic uint32_t *word, _Atomic uint32_t *sleepers,
+			    uint32_t seen, uint64_t abs_ns);
+void umcg_futex_wake_counted(_Atomic uint32_t *word, _Atomic uint32_t *sleepers, int nr);
+
+/* Sleep on @t's state word while it reads @seen: umcg_futex_wait()'s result. */
+static inline int umcg_state_wait(struct umcg_thread *t, uint32_t seen, uint64_t abs_ns)
+{
+	return umcg_futex_wait_counted((_Atomic uint32_t *)&t->ut->state, &t->sleepers,
+				       seen, abs_ns);
+}
+
+/* Wake every sleeper on @t's state word, after a change of it. */
+static inline void umcg_state_wake(struct umcg_thread *t)
+{
+	umcg_futex_wake_counted((_Atomic uint32_t *)&t->ut->state, &t->sleepers, INT_MAX);
+}
 /*
  * Sleep until either word no longer reads its @seen (checked on entry, as
  * umcg_futex_wait() checks its one) or a futex wake of either, at most

@@ -719,7 +719,7 @@ static int kmod_wait(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns)
 	};
 
 	if (kmod_slot_of(self) < 0)
-		return umcg_futex_wait(kmod_word(self->ut), seen, abs_ns);
+		return umcg_state_wait(self, seen, abs_ns);
 	return kmod_ioctl(UMCG_IOC_WAIT, &a);
 }
 

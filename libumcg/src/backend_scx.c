@@ -1084,7 +1084,7 @@ static int scx_wait(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns)
 
 	if (slot >= 0)
 		atomic_store(&scx.in_wait[slot], 1);
-	ret = umcg_futex_wait((_Atomic uint32_t *)&self->ut->state, seen, abs_ns);
+	ret = umcg_state_wait(self, seen, abs_ns);
 	if (slot >= 0) {
 		atomic_store(&scx.base_bns[slot], scx_pub_bns(slot));
 		atomic_store(&scx.in_wait[slot], 0);

@@ -248,7 +248,8 @@ static void *user_monitor_main(void *arg)
 			continue;
 		}
 		sleep_ns = next;
-		umcg_futex_wait(&g->monitor_seq, seq, umcg_now_ns() + sleep_ns);
+		umcg_futex_wait_counted(&g->monitor_seq, &g->monitor_sleepers, seq,
+					umcg_now_ns() + sleep_ns);
 	}
 	return NULL;
 }
@@ -293,7 +294,7 @@ static void user_fini(struct umcg_group *g)
 
 	atomic_store(&u->stop, true);
 	atomic_fetch_add(&g->monitor_seq, 1);
-	umcg_futex_wake(&g->monitor_seq, 1);
+	umcg_futex_wake_counted(&g->monitor_seq, &g->monitor_sleepers, 1);
 	pthread_join(u->monitor, NULL);
 	if (g->time_slice_ns)
 		sigaction(UMCG_PREEMPT_SIGNAL, &u->old_action, NULL);
@@ -314,13 +315,13 @@ static void user_worker_unregister(struct umcg_group *g, struct umcg_thread *t)
 
 static int user_wait(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns)
 {
-	return umcg_futex_wait((_Atomic uint32_t *)&self->ut->state, seen, abs_ns);
+	return umcg_state_wait(self, seen, abs_ns);
 }
 
 /* All waiters: a plain thread in umcg_join() may sleep on the word too. */
 static void user_wake(struct umcg_thread *t)
 {
-	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+	umcg_state_wake(t);
 }
 
 static int user_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_thread *next)
@@ -332,12 +333,12 @@ static int user_switch_to(struct umcg_thread *self, uint32_t seen, struct umcg_t
 
 static int user_server_wait(struct umcg_core *c, uint32_t seen)
 {
-	return umcg_futex_wait(&c->wake_seq, seen, 0);
+	return umcg_futex_wait_counted(&c->wake_seq, &c->server_sleepers, seen, 0);
 }
 
 static void user_server_wake(struct umcg_core *c)
 {
-	umcg_futex_wake(&c->wake_seq, 1);
+	umcg_futex_wake_counted(&c->wake_seq, &c->server_sleepers, 1);
 }
 
 const struct umcg_backend_ops umcg_backend_user = {

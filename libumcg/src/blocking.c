@@ -65,7 +65,7 @@ static void umcg_monitor_poke(struct umcg_group *g)
 	if (!atomic_load(&g->monitor_idle) || !atomic_exchange(&g->monitor_idle, 0))
 		return;
 	atomic_fetch_add(&g->monitor_seq, 1);
-	umcg_futex_wake(&g->monitor_seq, 1);
+	umcg_futex_wake_counted(&g->monitor_seq, &g->monitor_sleepers, 1);
 }
 
 /*

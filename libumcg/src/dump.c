@@ -2,6 +2,11 @@
 /*
  * dump.c - counters and the thread dump.
  *
+ * A thread's time in state is now (CLOCK_MONOTONIC, read here) less the
+ * coarse clock's time of its last state change (t->state_since_ns, see
+ * umcg_set_state_time()): exact to a clock tick (1-4 ms), never negative;
+ * no switch reads the fine clock for it.
+ *
  * Lock order: group->threads_lock, then core->lock (read-only here).
  */
 #include <errno.h>

@@ -15,6 +15,9 @@
  *                   the server); the monitor takes it from a blocked owner.
  *   core->wake_seq  the server's futex word: bumped (then futex-woken)
  *                   whenever the server must look again.
+ *   t->sleepers, core->server_sleepers, group->monitor_sleepers
+ *                   who sleeps on a counted futex word (backend.h): the
+ *                   wakers skip FUTEX_WAKE while nobody does.
  *   t->refs         pins a thread's memory across a wake: see struct.
  *   t->kmove        with a backend whose kernel moves words itself: which
  *                   of the current run's kernel moves were acted on (see
@@ -103,6 +106,8 @@ struct umcg_thread {
 	struct umcg_task *ut;
 	/* Its group; the group outlives its threads (see umcg_fini()). */
 	struct umcg_group *group;
+	/* Threads in a futex wait on the state word (backend.h, counted). */
+	_Atomic uint32_t sleepers;
 
 	pid_t tid;
 	pthread_t pthread;
@@ -169,8 +174,9 @@ struct umcg_thread {
 	/* Statistics; written by whoever changes the state. */
 	_Atomic uint64_t state_since_ns;
 	/*
-	 * When it was last handed to the policy, and why (UMCG_ENQ_*): the
-	 * hand-off latency's start (stats.c) and "woken" in the snapshot.
+	 * When it was last handed to the policy (stamped only while stats.c
+	 * samples hand-off latencies: their start), and why (UMCG_ENQ_*:
+	 * "woken" in the snapshot).
 	 */
 	_Atomic uint64_t ready_ns;
 	_Atomic uint32_t ready_why;
@@ -185,6 +191,10 @@ struct umcg_core {
 	pthread_mutex_t lock;
 	struct umcg_thread *current;	/* under lock */
 	_Atomic uint32_t wake_seq;
+	/* The user backend's server asleep on wake_seq (backend.h, counted). */
+	_Atomic uint32_t server_sleepers;
+	/* Its server is one of group->nr_looking (sched.c, "Looking servers"). */
+	_Atomic uint32_t looking;
 	int idx;
 	int cpu;
 	pthread_t server;
@@ -223,7 +233,15 @@ struct umcg_group {
 	uint64_t blocked_ns;
 	_Atomic bool stopping;
 
-	pthread_mutex_t threads_lock;
+	/*
+	 * Looking servers (sched.c): how many are woken to look for work,
+	 * and whether an enqueue left its wake-up to them.  Written on
+	 * wake-ups only, never on a switch; a line of their own.
+	 */
+	_Atomic uint32_t nr_looking __attribute__((aligned(UMCG_CACHELINE)));
+	_Atomic uint32_t kick_owed;
+
+	pthread_mutex_t threads_lock __attribute__((aligned(UMCG_CACHELINE)));
 	struct cds_list_head threads;
 
 	/*
@@ -245,6 +263,8 @@ struct umcg_group {
 	 */
 	_Atomic uint32_t monitor_seq;
 	_Atomic uint32_t monitor_idle;
+	/* The monitor asleep on monitor_seq (backend.h, counted). */
+	_Atomic uint32_t monitor_sleepers;
 
 	/* The private futex hash's next resize (futex_hash.c). */
 	_Atomic uint64_t futex_grow_at;
@@ -399,7 +419,9 @@ void umcg_stats_area_unpublish(struct umcg_group *g);
 void umcg_stats_area_destroy(struct umcg_group *g);
 /* One more of libumcg's own threads runs (umcg_own_thread_create()). */
 void umcg_stats_own_thread(struct umcg_group *g);
-/* Core @c lost its owner at @ns (0: now): a hand-off begins. */
+/* Are hand-off latencies sampled (a reader asked: see stats.c)? */
+bool umcg_stats_timing(const struct umcg_group *g);
+/* Core @c lost its owner at @ns (0: now): a hand-off begins, if sampled. */
 void umcg_stats_vacated(struct umcg_core *c, uint64_t ns);
 /* @c has an owner again that will not sample (kernel-run stage). */
 void umcg_stats_filled(struct umcg_core *c);

@@ -215,7 +215,7 @@ static void umcg_thread_finish(struct umcg_thread *t)
 		atomic_fetch_add_explicit(&g->stats->exited, 1, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_release);
 	}
-	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+	umcg_state_wake(t);
 	/* A detached thread owns itself; a handle may keep it (DONE). */
 	if (atomic_load(&t->flags) & UMCG_THREAD_DETACHED)
 		umcg_handle_drop(t);
@@ -426,6 +426,7 @@ int umcg_fini(void)
 			g->policy->remove(g->policy_priv, t);
 		if (g->backend->worker_release)
 			g->backend->worker_release(g, t);
+		/* Uncounted: a released thread may be on its way out already. */
 		umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
 	}
 	live = atomic_load(&g->stats->live);
@@ -595,7 +596,7 @@ int umcg_join(umcg_thread_t *t, void **retp)
 			return ret;
 	}
 	while (umcg_state_of(s = umcg_thread_load_state(t)) != UMCG_TASK_DONE)
-		umcg_futex_wait((_Atomic uint32_t *)&t->ut->state, s, 0);
+		umcg_state_wait(t, s, 0);
 	/* Its pthread's exit value: the return value, or pthread_exit()'s. */
 	pthread_join(t->pthread, &value);
 	if (retp)

@@ -142,34 +142,125 @@ void umcg_server_kick(struct umcg_core *c)
 }
 
 /*
- * Wake the server of an idle core so that it picks: @core's (the one the
- * policy named), else the first idle one from @start.  A server that finds
- * nothing it may run goes back to sleep; a core that goes idle later is
- * covered too, since going idle kicks its own server, which picks again.
+ * Looking servers (Go's spinning Ms, nmspinning).  With a policy that lets
+ * any core take any queued thread (UMCG_POLICY_ANY_CORE), a server woken
+ * to look for work counts in g->nr_looking (its c->looking set, by the
+ * one that wakes it) until it stops looking, and an enqueue that finds a
+ * server looking wakes nobody: it sets g->kick_owed instead.
+ *
+ *   enqueue   after the policy's enqueue: the core the policy named, if
+ *             idle, has its server woken as a looker; else, if nobody
+ *             looks, the first idle core's; else kick_owed = 1, a full
+ *             fence, and nr_looking read again: 0 means the lookers
+ *             stopped meanwhile, and the enqueue wakes one itself.
+ *   looker    stops looking when it found a thread to run, or before it
+ *             sleeps (also when its core got an owner meanwhile): c->
+ *             looking cleared, nr_looking down, a full fence, then one
+ *             more pick if its core is idle; then, if nobody else looks
+ *             and kick_owed was set, it clears it and wakes the next
+ *             idle core's server as a looker (Go's resetspinning()).
+ *
+ * No lost work: an enqueue that skipped its wake-up read nr_looking > 0
+ * after its enqueue, its kick_owed and a fence; each looker it counted
+ * counts down, fences and only then looks again and reads kick_owed.  By
+ * the fences, either the enqueue's second read sees nr_looking at 0 (it
+ * wakes a server itself) or the last looker's pick sees the thread and
+ * its read sees kick_owed: it runs the thread, or wakes another idle
+ * server, which picks it.  So a queued thread with an idle core gets a
+ * server after at most one pick per looker.  With no idle core, the
+ * busy cores' owners pick at their next hand-off, and a core going idle
+ * kicks its own server, which picks again.  A server is thus woken per
+ * enqueue that finds no looker, and again only when work may remain (an
+ * enqueue left its wake-up), not after every pick.
+ *
+ * With any other policy (a thread may be for one core only) every
+ * enqueue wakes the named core's server or the first idle one, and a
+ * server that picked wakes the next idle one, which looks or sleeps.
  */
-void umcg_core_kick_idle(struct umcg_group *g, int core, int start)
+static bool umcg_go_like(const struct umcg_group *g)
+{
+	return g->policy->flags & UMCG_POLICY_ANY_CORE;
+}
+
+/* Wake @c's server; with the looking rule, as a looker. */
+static void umcg_kick_looker(struct umcg_group *g, struct umcg_core *c)
+{
+	if (umcg_go_like(g) && !atomic_exchange(&c->looking, 1))
+		atomic_fetch_add(&g->nr_looking, 1);
+	umcg_server_kick(c);
+}
+
+/* The first idle core from @start (any if < 0), or NULL. */
+static struct umcg_core *umcg_first_idle(struct umcg_group *g, int start)
 {
 	unsigned int n = g->nr_cores;
 
-	if (core >= 0) {
-		struct umcg_core *c = &g->cores[(unsigned int)core % n];
-
-		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST)) {
-			umcg_server_kick(c);
-			return;
-		}
-		start = core;
-	}
 	if (start < 0 || (unsigned int)start >= n)
 		start = 0;
 	for (unsigned int i = 0; i < n; i++) {
 		struct umcg_core *c = &g->cores[(start + i) % n];
 
+		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST))
+			return c;
+	}
+	return NULL;
+}
+
+/*
+ * A thread was queued (the policy named @core, or -1): wake the server of
+ * an idle core so that it picks, by the rules above; @start: where the
+ * search for an idle core begins when @core is busy.
+ */
+void umcg_core_kick_idle(struct umcg_group *g, int core, int start)
+{
+	struct umcg_core *c;
+
+	if (core >= 0) {
+		c = &g->cores[(unsigned int)core % g->nr_cores];
 		if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST)) {
-			umcg_server_kick(c);
+			umcg_kick_looker(g, c);
 			return;
 		}
+		start = core;
 	}
+	if (umcg_go_like(g) && atomic_load(&g->nr_looking)) {
+		if (!atomic_load(&g->kick_owed))
+			atomic_store(&g->kick_owed, 1);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (atomic_load(&g->nr_looking))
+			return;
+	}
+	c = umcg_first_idle(g, start);
+	if (c)
+		umcg_kick_looker(g, c);
+}
+
+/*
+ * After a looker stopped looking (and looked once more): the wake-up an
+ * enqueue left to the lookers, if nobody looks any more.
+ */
+static void umcg_kick_owed(struct umcg_core *c)
+{
+	struct umcg_group *g = c->group;
+	struct umcg_core *idle;
+
+	if (atomic_load(&g->nr_looking) || !atomic_load(&g->kick_owed) ||
+	    !atomic_exchange(&g->kick_owed, 0))
+		return;
+	idle = umcg_first_idle(g, c->idx + 1);
+	if (idle)
+		umcg_kick_looker(g, idle);
+}
+
+/* @c's server stops looking; true if it was looking. */
+static bool umcg_stop_looking(struct umcg_core *c)
+{
+	if (!atomic_load(&c->looking) || !atomic_exchange(&c->looking, 0))
+		return false;
+	atomic_fetch_sub(&c->group->nr_looking, 1);
+	/* Before the look again: pairs with the enqueue's fence. */
+	atomic_thread_fence(memory_order_seq_cst);
+	return true;
 }
 
 /*
@@ -622,7 +713,8 @@ void umcg_make_runnable(struct umcg_thread *t, int waker_core, unsigned int flag
 	int core;
 
 	umcg_set_state_time(t);
-	atomic_store_explicit(&t->ready_ns, umcg_now_ns(), memory_order_relaxed);
+	if (umcg_stats_timing(g))
+		atomic_store_explicit(&t->ready_ns, umcg_now_ns(), memory_order_relaxed);
 	atomic_store_explicit(&t->ready_why, flags, memory_order_relaxed);
 	umcg_probe(wake, t->tid, umcg_core_cpu(g, waker_core), flags);
 	core = g->policy->enqueue(g->policy_priv, t, waker_core, flags);
@@ -1165,7 +1257,7 @@ static void umcg_kernel_exited(struct umcg_group *g, struct umcg_thread *t)
 	}
 	atomic_fetch_add_explicit(&g->stats->exited, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_release);
-	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+	umcg_state_wake(t);
 }
 
 /*
@@ -1382,16 +1474,32 @@ void *umcg_server_main(void *arg)
 			if (t) {
 				umcg_core_run(c, t);
 				umcg_core_refill(c);
-				/*
-				 * There may be more: let another idle core look
-				 * (it steals or goes back to sleep), as one kick
-				 * per enqueue can land on a server already awake.
-				 */
-				umcg_core_kick_idle(g, -1, c->idx + 1);
+				if (umcg_go_like(g)) {
+					/* See "Looking servers" above. */
+					umcg_stop_looking(c);
+					umcg_kick_owed(c);
+				} else {
+					/*
+					 * There may be more: let another idle
+					 * core look (it takes a thread or
+					 * sleeps again).
+					 */
+					umcg_core_kick_idle(g, -1, c->idx + 1);
+				}
 				continue;
 			}
 		} else {
 			umcg_core_refill(c);
+		}
+		/* A looker looks once more after it stopped, then sleeps. */
+		if (umcg_stop_looking(c)) {
+			if (!__atomic_load_n(&c->current, __ATOMIC_SEQ_CST) &&
+			    (t = umcg_pick(c))) {
+				umcg_core_run(c, t);
+				umcg_core_refill(c);
+			}
+			umcg_kick_owed(c);
+			continue;
 		}
 		g->backend->server_wait(c, seq);
 	}

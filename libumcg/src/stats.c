@@ -23,7 +23,9 @@
  * (t->ready_ns); the thread that gets the core next, once back in its
  * wait for a core with RUNNING read, takes the later of the two from now
  * and counts it in the core's log2 histogram.  Two monotonic clock reads
- * (vDSO) per switch.
+ * (vDSO) per switch, but only once a reader asked for a snapshot (the
+ * area's req_seq is not 0, umcg_stats_timing()): until then no switch
+ * reads the clock for the statistics.
  *
  * Lock order: group->threads_lock, then core->lock (the snapshot).
  */
@@ -362,9 +364,20 @@ void umcg_stats_own_thread(struct umcg_group *g)
 		__atomic_fetch_add(&g->stats_area->hdr->own_threads, 1, __ATOMIC_RELAXED);
 }
 
+bool umcg_stats_timing(const struct umcg_group *g)
+{
+	const struct umcg_stats_area *a = g->stats_area;
+
+	return a && __atomic_load_n(&a->hdr->req_seq, __ATOMIC_RELAXED);
+}
+
 void umcg_stats_vacated(struct umcg_core *c, uint64_t ns)
 {
-	uint64_t now = umcg_now_ns();
+	uint64_t now;
+
+	if (!umcg_stats_timing(c->group))
+		return;
+	now = umcg_now_ns();
 
 	/* The kernel's block time, if it is one of the last second's. */
 	if (!ns || ns > now || now - ns > 1000000000ULL)

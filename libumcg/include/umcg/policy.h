@@ -83,7 +83,10 @@ struct umcg_policy_ops {
  * it, so that the core's worker blocking hands the core over in the kernel,
  * in one context switch.
  * UMCG_POLICY_ANY_CORE: a thread pick() returned for one core may run on
- * another (no pinning): an idle core may take a thread staged on another.
+ * another (no pinning): an idle core may take a thread staged on another,
+ * and pick() for any core returns a thread whenever one is queued, so
+ * that libumcg wakes an idle core's server only when no other server is
+ * already looking for work (as Go's scheduler does).
  */
 #define UMCG_POLICY_STAGE	(1U << 0)
 #define UMCG_POLICY_ANY_CORE	(1U << 1)
