@@ -201,7 +201,8 @@ void umcg_futex_wake(_Atomic uint32_t *word, int nr);
  * Every futex wait on a counted word must be a counted one (a sleeper that
  * does not count is never woken by a waker that reads 0); uncounted wakes
  * of a counted word are harmless.  The counted words: each thread's state
- * word (t->sleepers: the thread's own waits in every backend, joiners in
+ * word (t->sleepers: the thread's own waits in every backend; nobody else
+ * sleeps on it), its exit word (t->exit_sleepers: plain joiners in
  * umcg_join()), the user backend's c->wake_seq (c->server_sleepers) and
  * g->monitor_seq (g->monitor_sleepers).  Any thread may call either,
  * concurrently.
@@ -221,6 +222,17 @@ static inline int umcg_state_wait(struct umcg_thread *t, uint32_t seen, uint64_t
 static inline void umcg_state_wake(struct umcg_thread *t)
 {
 	umcg_futex_wake_counted((_Atomic uint32_t *)&t->ut->state, &t->sleepers, INT_MAX);
+}
+
+/*
+ * @t's state word reads DONE and its exit is accounted for: wake its plain
+ * joiners (umcg_join()), who sleep on t->exited, not on the state word.
+ * Called once per thread, by whoever reports the exit.
+ */
+static inline void umcg_thread_exited_wake(struct umcg_thread *t)
+{
+	atomic_store(&t->exited, 1);
+	umcg_futex_wake_counted(&t->exited, &t->exit_sleepers, INT_MAX);
 }
 /*
  * Sleep until either word no longer reads its @seen (checked on entry, as

@@ -469,8 +469,6 @@ static void kmod_worker_forget(struct umcg_thread *t, bool unregister)
 			 __ATOMIC_RELAXED);
 	atomic_store(kmod_word(&t->task), atomic_load(kmod_word(ut)));
 	__atomic_store_n(&t->ut, &t->task, __ATOMIC_SEQ_CST);
-	/* Joiners asleep on the old word look again, at the new one. */
-	umcg_futex_wake(kmod_word(ut), INT_MAX);
 	pthread_mutex_lock(&kmod.lock);
 	if (kmod.slots[idx] == t) {
 		kmod.slots[idx] = NULL;

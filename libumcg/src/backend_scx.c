@@ -1199,7 +1199,6 @@ static bool scx_asleep(int slot)
 	       (sn.word & UMCG_TASK_STATE_MASK) == UMCG_TASK_BLOCKED;
 }
 
-/* All waiters: a plain thread in umcg_join() may sleep on the word too. */
 static void scx_wake(struct umcg_thread *t)
 {
 	struct umcg_group *g = t->group;
@@ -1207,7 +1206,8 @@ static void scx_wake(struct umcg_thread *t)
 	int slot = scx_slot_of(t);
 	uint64_t ws;
 
-	umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+	/* No system call unless @t sleeps in scx_wait() (counted). */
+	umcg_state_wake(t);
 	if (atomic_load(&scx.gone) || core < 0 || !g || slot < 0 ||
 	    slot >= UMCG_SCX_MAX_TASKS)
 		return;

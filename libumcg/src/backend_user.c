@@ -318,7 +318,6 @@ static int user_wait(struct umcg_thread *self, uint32_t seen, uint64_t abs_ns)
 	return umcg_state_wait(self, seen, abs_ns);
 }
 
-/* All waiters: a plain thread in umcg_join() may sleep on the word too. */
 static void user_wake(struct umcg_thread *t)
 {
 	umcg_state_wake(t);

@@ -18,6 +18,8 @@
  *   t->sleepers, core->server_sleepers, group->monitor_sleepers
  *                   who sleeps on a counted futex word (backend.h): the
  *                   wakers skip FUTEX_WAKE while nobody does.
+ *   t->exited       0 -> 1 once, after the state word reads DONE, by
+ *                   whoever reports the exit; plain joiners sleep on it.
  *   t->refs         pins a thread's memory across a wake: see struct.
  *   t->kmove        with a backend whose kernel moves words itself: which
  *                   of the current run's kernel moves were acted on (see
@@ -108,6 +110,14 @@ struct umcg_thread {
 	struct umcg_group *group;
 	/* Threads in a futex wait on the state word (backend.h, counted). */
 	_Atomic uint32_t sleepers;
+	/*
+	 * 1 once the state word reads DONE and the exit is accounted for
+	 * (umcg_thread_exited_wake()): what plain threads in umcg_join()
+	 * sleep on, so that they are not woken by every change of the state
+	 * word; exit_sleepers counts them (backend.h, counted).
+	 */
+	_Atomic uint32_t exited;
+	_Atomic uint32_t exit_sleepers;
 
 	pid_t tid;
 	pthread_t pthread;

@@ -216,6 +216,7 @@ static void umcg_thread_finish(struct umcg_thread *t)
 		atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_release);
 	}
 	umcg_state_wake(t);
+	umcg_thread_exited_wake(t);
 	/* A detached thread owns itself; a handle may keep it (DONE). */
 	if (atomic_load(&t->flags) & UMCG_THREAD_DETACHED)
 		umcg_handle_drop(t);
@@ -566,7 +567,6 @@ int umcg_join(umcg_thread_t *t, void **retp)
 {
 	struct umcg_thread *self = umcg_current;
 	void *value;
-	uint32_t s;
 	int ret = 0;
 
 	if (!t || (atomic_load(&t->flags) & (UMCG_THREAD_DETACHED | UMCG_THREAD_ATTACHED)))
@@ -595,8 +595,9 @@ int umcg_join(umcg_thread_t *t, void **retp)
 		if (ret)
 			return ret;
 	}
-	while (umcg_state_of(s = umcg_thread_load_state(t)) != UMCG_TASK_DONE)
-		umcg_state_wait(t, s, 0);
+	/* Woken once, at the exit, not by each change of the state word. */
+	while (umcg_state_of(umcg_thread_load_state(t)) != UMCG_TASK_DONE)
+		umcg_futex_wait_counted(&t->exited, &t->exit_sleepers, 0, 0);
 	/* Its pthread's exit value: the return value, or pthread_exit()'s. */
 	pthread_join(t->pthread, &value);
 	if (retp)
