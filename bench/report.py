@@ -519,6 +519,29 @@ def targets(res, envs):
     out.append(("real servers under umcg-run (MariaDB, Apache httpd, a JVM): throughput at the "
                 "highest concurrency >= 1.0x the stock scheduler's on the kernel backends "
                 "(0.9x on user), p99 no worse, no errors", each(realservers)))
+
+    # The system calls of one switch against their physical limit (kmod's
+    # fused ioctl; scx's futex wake + wait), and scx's time against kmod's
+    # in the same boot: counts emulation cannot distort, and a ratio.
+    def switch_calls(env, b):
+        need = {"kmod": 1, "scx": 2}[b]
+        v = res.get(env, "switch", "-", "ns_per_switch", "umcg", b, "switch_to")
+        sc = res.get(env, "switch", "-", "syscalls_per_op", "umcg", b, "switch_to")
+        if v is None or sc is None:
+            return "not measured", "a switch_to time or system-call count is missing"
+        ok = sc <= need + 0.05
+        detail = "%.2f system calls per switch (needs <= %d)" % (sc, need)
+        if b == "scx":
+            k = res.get(env, "switch", "-", "ns_per_switch", "umcg", "kmod", "switch_to")
+            if not k:
+                return "not measured", detail + "; no kmod switch_to in this boot"
+            ok = ok and v <= 1.3 * k
+            detail += "; %s ns = x%.2f of kmod's %s ns (needs <= x1.3)" % (fmt(v), v / k, fmt(k))
+        return ("met" if ok else "not met"), detail
+    out.append(("switch_to: kmod 1 system call per switch; scx at most 2, within 1.3x of "
+                "kmod's time", [(env, b) + switch_calls(env, b) for env in envs
+                                for b in ("kmod", "scx") if env.startswith("vm-") and
+                                res.available(env, b)]))
     return out
 
 
