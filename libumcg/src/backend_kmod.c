@@ -43,8 +43,22 @@
  * words of allocated slots and the summary may be touched (SIGBUS
  * elsewhere).
  *
- * Lock order: kmod.lock is a leaf (the slot table); the runtime's locks may
- * be held around any callback here.
+ * The slot table (kmod.slots, slot index -> worker, holding a reference)
+ * is read under RCU (liburcu's bulletproof flavor, urcu-bp: libumcg
+ * cannot register every thread that may read; servers read it, once per
+ * event bit, and take a reference on the worker inside the read-side
+ * section).  Writers (register, forget, fini) change it under kmod.lock,
+ * with release stores, and drop the table's reference on a worker they
+ * took out only after synchronize_rcu(): by then every reader that saw
+ * the worker holds its own reference, so umcg_join() cannot free it
+ * under a reader (runtime.c waits for t->refs).  Forks go through
+ * urcu-bp's fork hooks, so that a child's grace periods do not wait for
+ * the parent's readers.
+ *
+ * Lock order: kmod.lock is a leaf (the slot table's writers); the
+ * runtime's locks may be held around any callback here.  No lock is taken
+ * inside an RCU read-side section, and synchronize_rcu() is never called
+ * inside one or under kmod.lock.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +70,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <urcu-bp.h>
 
 #include "backend.h"
 #include "kmod_probe.h"
@@ -69,8 +85,9 @@
 #define KMOD_DUMP_POLL_NS	100000000ULL
 
 /*
- * The process's device context; kmod.lock guards slots[] and the set-up,
- * the rest is written once by kmod_open() under umcg_init()'s lock.
+ * The process's device context; kmod.lock serialises the writers of
+ * slots[] (read under RCU, see the top) and guards the set-up, the rest
+ * is written once by kmod_open() under umcg_init()'s lock.
  */
 static struct {
 	pthread_mutex_t lock;
@@ -87,7 +104,7 @@ static struct {
 	unsigned int hi_slot;
 	uint64_t features;
 	/* Slot index -> the worker registered there; holds a reference. */
-	struct umcg_thread **slots;
+	struct umcg_thread *_Atomic *slots;
 	/* Workers registered or reserved, across groups. */
 	_Atomic unsigned int nr_workers;
 	/* Servers of the current group (they count against max_tasks). */
@@ -239,6 +256,7 @@ static int kmod_probe(const char **why)
 /* In a forked child: the parent's file and mapping are not ours. */
 static void kmod_atfork_child(void)
 {
+	urcu_bp_after_fork_child();
 	if (kmod.fd >= 0)
 		close(kmod.fd);
 	kmod.fd = -1;
@@ -265,7 +283,8 @@ static int kmod_open(void)
 	if (kmod.fd >= 0)
 		return 0;
 	if (!kmod.atfork) {
-		ret = -pthread_atfork(NULL, NULL, kmod_atfork_child);
+		ret = -pthread_atfork(urcu_bp_before_fork, urcu_bp_after_fork_parent,
+				      kmod_atfork_child);
 		if (ret)
 			return ret;
 		kmod.atfork = true;
@@ -372,12 +391,16 @@ static void kmod_fini(struct umcg_group *g)
 	while (i < kmod.hi_slot) {
 		pthread_mutex_lock(&kmod.lock);
 		for (n = 0; i < kmod.hi_slot && n < 64; i++) {
-			if (kmod.slots[i]) {
-				put[n++] = kmod.slots[i];
-				kmod.slots[i] = NULL;
+			struct umcg_thread *t = atomic_load(&kmod.slots[i]);
+
+			if (t) {
+				put[n++] = t;
+				atomic_store_explicit(&kmod.slots[i], NULL, memory_order_release);
 			}
 		}
 		pthread_mutex_unlock(&kmod.lock);
+		if (n)
+			synchronize_rcu();
 		while (n)
 			umcg_ref_put(put[--n]);
 	}
@@ -428,7 +451,7 @@ static int kmod_worker_register(struct umcg_group *g, struct umcg_thread *t)
 	ut = &kmod.tasks[idx];
 	umcg_ref_get(t);	/* the table's, dropped by unregister or fini */
 	pthread_mutex_lock(&kmod.lock);
-	kmod.slots[idx] = t;
+	atomic_store_explicit(&kmod.slots[idx], t, memory_order_release);
 	if (idx >= kmod.hi_slot)
 		kmod.hi_slot = idx + 1;
 	pthread_mutex_unlock(&kmod.lock);
@@ -470,8 +493,8 @@ static void kmod_worker_forget(struct umcg_thread *t, bool unregister)
 	atomic_store(kmod_word(&t->task), atomic_load(kmod_word(ut)));
 	__atomic_store_n(&t->ut, &t->task, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&kmod.lock);
-	if (kmod.slots[idx] == t) {
-		kmod.slots[idx] = NULL;
+	if (atomic_load(&kmod.slots[idx]) == t) {
+		atomic_store_explicit(&kmod.slots[idx], NULL, memory_order_release);
 		put = true;
 	}
 	pthread_mutex_unlock(&kmod.lock);
@@ -489,8 +512,11 @@ static void kmod_worker_forget(struct umcg_thread *t, bool unregister)
 			;
 	}
 	atomic_fetch_sub(&kmod.nr_workers, 1);
-	if (put)
+	if (put) {
+		/* Readers that found @t in the table hold their own references. */
+		synchronize_rcu();
 		umcg_ref_put(t);
+	}
 }
 
 static void kmod_worker_unregister(struct umcg_group *g, struct umcg_thread *t)
@@ -764,11 +790,11 @@ static uint64_t kmod_take_word(unsigned int w, struct umcg_event *ev, int *n, in
 		bits &= bits - 1;
 		if (idx >= kmod.max_tasks)
 			continue;
-		pthread_mutex_lock(&kmod.lock);
-		t = kmod.slots[idx];
+		rcu_read_lock();
+		t = atomic_load_explicit(&kmod.slots[idx], memory_order_acquire);
 		if (t)
 			umcg_ref_get(t);
-		pthread_mutex_unlock(&kmod.lock);
+		rcu_read_unlock();
 		if (!t)
 			continue;	/* a server, or a free slot */
 		ev[*n].type = UMCG_EV_MOVED;

@@ -40,6 +40,7 @@
 #include <sys/types.h>
 
 #include <urcu/list.h>
+#include <urcu/wfcqueue.h>
 
 #include <umcg.h>
 #include <umcg/policy.h>
@@ -133,7 +134,12 @@ struct umcg_thread {
 	void *arg;
 	void *ret;
 
-	/* Policy's: the built-in policies link the thread here. */
+	/*
+	 * Policy's: the built-in policies queue the thread by policy_qnode
+	 * (a wfcqueue) or, after a remove, policy_node (a queue's front
+	 * list); see runqueue.h.
+	 */
+	struct cds_wfcq_node policy_qnode;
 	struct cds_list_head policy_node;
 	int32_t policy_queue;		/* which queue holds it, -1 none */
 	void *policy_data;

@@ -22,13 +22,29 @@
  * be both picked and removed) and must never block in them for long: they
  * run on the switch path — and in the preemption signal handler (SIGURG),
  * so they must not call malloc(), stdio or anything else that is not
- * async-signal-safe.  A thread the policy holds may be passed to
+ * async-signal-safe.  The handler calls them only for a worker it
+ * interrupted outside libumcg, hence never inside a callback: a lock that
+ * only the callbacks take is never held by the code it interrupted (the
+ * built-in policies take one per queue in pick and remove, none in
+ * enqueue, which is wait-free).  A thread the policy holds may be passed to
  * umcg_thread_policy_data() for a private word.  fini is not called if
  * workers were still alive at umcg_fini().
  *
+ * A thread counts as held once its enqueue has returned.  A pick may miss
+ * a thread whose enqueue is still in progress, and a FIFO made of
+ * liburcu's wait-free queue (urcu/wfcqueue.h, as the built-in policies
+ * are) may also miss those enqueued behind it until that enqueue links
+ * its node; remove may answer 0 for them too.  No work is lost by it:
+ * after every enqueue returns, the runtime wakes a server to pick (or
+ * relies on one already looking, which picks again).  A pick must not
+ * miss a thread whose enqueue, and every enqueue before it, returned.
+ *
  * Memory ordering: the runtime publishes a thread's state before enqueue
- * and reads it after pick; a policy whose queues are protected by a lock or
- * by liburcu's queues (which give full barriers) needs nothing more.
+ * and reads it, through the pointer pick or remove returned, after; a
+ * policy whose queues are protected by a lock, or are liburcu's queues
+ * (cds_wfcq_enqueue() issues a full barrier before it links the node,
+ * and a dequeue reads the node through the pointer it loaded), needs
+ * nothing more.
  */
 #ifndef UMCG_POLICY_H
 #define UMCG_POLICY_H
