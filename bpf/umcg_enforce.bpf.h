@@ -113,7 +113,8 @@
  *    that CPU's dispatch takes it), and dispatch takes threads that are
  *    not ours (the FIFO) before it, so that a spinning worker cannot keep
  *    them off the CPU.  A RUNNING worker that wakes up (a sleep the
- *    scheduler did not take for a block) goes to the local DSQ.  A
+ *    scheduler did not take for a block) goes to the local DSQ, or
+ *    behind what waits for its CPU's dispatch (enf_wake_behind()).  A
  *    worker picked (e, i) for a CPU whose server is due (need_server)
  *    goes to that CPU's worker DSQ instead of its local DSQ, so that
  *    dispatch runs the server first (enf_worker_dsq()).
@@ -282,6 +283,7 @@ struct enf_cpu {
 	u32	nr_held;	/* registered servers held in sched_yield() */
 	u32	nr_doorbell;	/* registered servers woken by the doorbell */
 	u32	offline;	/* ops.cpu_offline came last (n.) */
+	u64	dispatch_ns;	/* last time this CPU called ops.dispatch */
 };
 
 struct enf_timer {
@@ -963,6 +965,33 @@ static __always_inline int enf_slice_end(struct task_struct *p,
 	return ENF_SLICE_DEFER;
 }
 
+/*
+ * Must a RUNNING worker's wake-up on @cpu queue behind what waits for
+ * @cpu's dispatch (threads that are not ours in the FIFO, a preempted
+ * worker in UMCG_SCX_DSQ_WORKER(cpu)) instead of going to its local DSQ?
+ * A CPU runs dispatch only when its local DSQ is empty; workers that wake
+ * each other there (a umcg_switch_to() is a futex wake, then a sleep)
+ * keep it from ever being empty, and what waits would wait until the
+ * watchdog ejects the scheduler (tests/kernel_backend/bystander.c: a
+ * SCHED_EXT thread beside two workers switching on its CPU "failed to run
+ * for 7.5 s").  So once @cpu has not called dispatch for a slice while
+ * something waits for it, the wake-up queues behind it and runs at the
+ * next dispatch, after it (umcg_dispatch(): the FIFO, then
+ * enf_dispatch_preempted()): the switching workers and what waits share
+ * the CPU a slice each, as round robin would.
+ */
+static __always_inline bool enf_wake_behind(u32 cpu)
+{
+	struct enf_cpu *c;
+
+	if (cpu >= UMCG_SCX_MAX_CPUS ||
+	    (scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_FIFO) <= 0 &&
+	     scx_bpf_dsq_nr_queued(UMCG_SCX_DSQ_WORKER(cpu)) <= 0))
+		return false;
+	c = enf_cpu_of(cpu);
+	return !c || bpf_ktime_get_ns() - READ_ONCE(c->dispatch_ns) >= umcg_slice_ns;
+}
+
 /* ---- sched_ext hooks; each returns false for threads that are not ours ---- */
 
 /* ops.select_cpu: a BLOCKED worker must not be inserted directly. */
@@ -1170,8 +1199,15 @@ static __always_inline bool enf_enqueue(struct task_struct *p, u64 enq_flags,
 		/*
 		 * Nothing else wants its CPU: it keeps it (see g).  A wake-up
 		 * of a RUNNING worker (its sleep was not one the scheduler
-		 * holds) runs on the CPU it woke on.
+		 * holds) runs on the CPU it woke on, but not ahead of what
+		 * waits for that CPU's dispatch (enf_wake_behind()).
 		 */
+		if ((enq_flags & SCX_ENQ_WAKEUP) && enf_wake_behind(cpu)) {
+			scx_bpf_dsq_insert(p, UMCG_SCX_DSQ_WORKER(cpu), slice,
+					enq_flags);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			return true;
+		}
 		if (enq_flags & (SCX_ENQ_LAST | SCX_ENQ_WAKEUP)) {
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
 			return true;
@@ -1243,6 +1279,7 @@ static __always_inline bool enf_dispatch(s32 cpu)
 	c = enf_cpu_of(cpu);
 	if (!c)
 		return false;
+	WRITE_ONCE(c->dispatch_ns, bpf_ktime_get_ns());
 	if (c->need_server) {
 		if (scx_bpf_dsq_move_to_local(UMCG_SCX_DSQ_SERVER(cpu), 0)) {
 			c->need_server = 0;

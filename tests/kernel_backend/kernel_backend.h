@@ -90,6 +90,19 @@ static inline long kb_missed_news(void)
 }
 #endif
 
+#if defined(UMCG_H) && defined(UMCG_POLICY_H)
+/* umcg_init() on the backend under test: @nr_cores cores, @policy's policy. */
+static inline int kb_init(uint32_t nr_cores, const char *policy)
+{
+	struct umcg_config cfg = { .size = sizeof(cfg) };
+
+	cfg.nr_cores = nr_cores;
+	cfg.backend = KB_BACKEND;
+	cfg.policy = umcg_policy_find(policy);
+	return umcg_init(&cfg);
+}
+#endif
+
 #ifdef KB_BACKEND_SCX
 
 /* Unload the scheduler we loaded.  0 or -errno. */

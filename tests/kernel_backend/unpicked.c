@@ -113,15 +113,11 @@ FIXTURE(up)
 
 FIXTURE_SETUP(up)
 {
-	struct umcg_config cfg = { .size = sizeof(cfg) };
 	const char *why = kb_backend_get();
 
 	if (why)
 		SKIP(return, "%s", why);
-	cfg.nr_cores = 1;
-	cfg.backend = KB_BACKEND;
-	cfg.policy = umcg_policy_find("fifo");
-	ASSERT_EQ(0, umcg_init(&cfg));
+	ASSERT_EQ(0, kb_init(1, "fifo"));
 	self->inited = true;
 }
 
