@@ -227,7 +227,9 @@ static inline void umcg_state_wake(struct umcg_thread *t)
 /*
  * @t's state word reads DONE and its exit is accounted for: wake its plain
  * joiners (umcg_join()), who sleep on t->exited, not on the state word.
- * Called once per thread, by whoever reports the exit.
+ * Called once per thread, by whoever reports the exit; the state word
+ * needs no wake then: only @t itself sleeps on it, and @t is gone or is
+ * the caller.
  */
 static inline void umcg_thread_exited_wake(struct umcg_thread *t)
 {

@@ -215,7 +215,6 @@ static void umcg_thread_finish(struct umcg_thread *t)
 		atomic_fetch_add_explicit(&g->stats->exited, 1, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_release);
 	}
-	umcg_state_wake(t);
 	umcg_thread_exited_wake(t);
 	/* A detached thread owns itself; a handle may keep it (DONE). */
 	if (atomic_load(&t->flags) & UMCG_THREAD_DETACHED)

@@ -1257,7 +1257,6 @@ static void umcg_kernel_exited(struct umcg_group *g, struct umcg_thread *t)
 	}
 	atomic_fetch_add_explicit(&g->stats->exited, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&g->stats->live, 1, memory_order_release);
-	umcg_state_wake(t);
 	umcg_thread_exited_wake(t);
 }
 
