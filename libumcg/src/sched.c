@@ -92,20 +92,25 @@ uint64_t umcg_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/* @t left the core on @cpu blocked in the kernel: count it, once per block. */
+/*
+ * @t left the core on @cpu blocked in the kernel: count it, once per block.
+ * The probe fires before the count, so that whoever sees the count (a
+ * tracer's workload waiting for the block) sees the probe's event already
+ * written.
+ */
 static inline void umcg_count_block(struct umcg_group *g, struct umcg_thread *t, int cpu)
 {
-	atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_relaxed);
 	umcg_probe(block, t->tid, cpu);
+	atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_release);
 }
 
-/* @t left the core on @cpu at the end of its time slice: count it. */
+/* @t left the core on @cpu at the end of its time slice: as above. */
 static inline void umcg_count_preempt(struct umcg_group *g, struct umcg_thread *t, int cpu)
 {
-	atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_relaxed);
 	umcg_probe(preempt, t->tid, cpu);
+	atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_release);
 }
 
 /* The CPU of core @idx of @g, for the probes; -1 for no core. */
