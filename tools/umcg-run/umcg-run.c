@@ -82,7 +82,8 @@ static void usage(FILE *f)
 "          group's CPUs, those of its cores; setting a worker's affinity\n"
 "          succeeds (and changes nothing) for a mask holding all of them\n"
 "          and fails with EINVAL otherwise.  Programs that ask the kernel\n"
-"          directly (Go's runtime) see one CPU.\n"
+"          directly see one CPU; for Go's runtime, which does, umcg-run\n"
+"          sets GOMAXPROCS to the number of cores unless it is set.\n"
 "  signals libumcg's own threads block every signal, so a signal sent to\n"
 "          the process reaches PROGRAM's threads only (sigwait() and\n"
 "          signalfd work); SIGUSR1 and SIGUSR2 stay PROGRAM's.\n"
@@ -105,7 +106,8 @@ static void usage(FILE *f)
 "  LD_PRELOAD             the library is added after what it holds\n"
 "Set for PROGRAM and read by the library: UMCG_RUN_CORES, UMCG_RUN_POLICY,\n"
 "UMCG_RUN_TIME_SLICE_US, UMCG_RUN_BLOCKED_US, UMCG_RUN_CPUS (the CPU list\n"
-"this process may use), UMCG_BACKEND, UMCG_DUMP_SIGNAL.  PROGRAM's child\n"
+"this process may use), UMCG_BACKEND, UMCG_DUMP_SIGNAL; and GOMAXPROCS (the\n"
+"cores) when it is not set.  PROGRAM's child\n"
 "processes inherit them, so the programs they execute are managed too,\n"
 "each as its own group on the same CPUs.\n"
 "\n"
@@ -428,6 +430,12 @@ int main(int argc, char **argv)
 		     : unsetenv(UMCG_RUN_ENV_BLOCKED_US)) ||
 	    (backend && setenv(UMCG_RUN_ENV_BACKEND, backend, 1)) ||
 	    (dump_signal && setenv(UMCG_RUN_ENV_DUMP_SIGNAL, dump_signal, 1)) ||
+	    /*
+	     * Go's runtime sizes itself by the affinity mask it reads with a
+	     * raw system call, which the preloaded library cannot show the
+	     * group's CPUs: tell it the cores, unless the user did.
+	     */
+	    (!getenv("GOMAXPROCS") && set_env_u64("GOMAXPROCS", cores)) ||
 	    append_preload(lib)) {
 		fprintf(stderr, PROG ": cannot set the environment: %s\n", strerror(errno));
 		return EXIT_SETUP;

@@ -23,7 +23,9 @@
 #         SIGURG either
 #   machine  what an unmodified program sees (machine.c): nproc and the
 #         affinity calls report the group's CPUs (2 under --cores 2), a
-#         worker's own setaffinity is honoured or fails with EINVAL;
+#         worker's own setaffinity is honoured or fails with EINVAL; a Go
+#         program (goprocs/, cgo) gets GOMAXPROCS = the cores, or the
+#         user's own GOMAXPROCS;
 #         children started with system(), popen(), posix_spawn() and fork(),
 #         and a program the worker executes itself, get the program's CPUs
 #         and SCHED_OTHER; a SIGTERM that the program
@@ -38,7 +40,7 @@ part=${1:?usage: umcg_run.sh cli|c1|c2|dump|machine}
 run=${UMCG_RUN:?} ctl=${UMCGCTL:?} load=${UMCG_RUN_LOAD:?} lib=${UMCG_RUN_PRELOAD_LIB:?}
 machine=${UMCG_RUN_MACHINE:?}
 early=${UMCG_RUN_EARLY:?}
-unset UMCG_BACKEND UMCG_DUMP_SIGNAL UMCG_RUN_CORES UMCG_RUN_POLICY UMCG_RUN_TIME_SLICE_US \
+unset UMCG_BACKEND UMCG_DUMP_SIGNAL UMCG_RUN_CORES UMCG_RUN_POLICY UMCG_RUN_TIME_SLICE_US GOMAXPROCS \
 	UMCG_RUN_BLOCKED_US UMCG_RUN_CPUS UMCG_RUN_PRELOAD LD_PRELOAD
 ncpu=$(nproc)
 tmp=$(mktemp -d)
@@ -343,9 +345,9 @@ val() { sed -n "s/^$1=//p" <<< "$2" | head -n 1; }
 
 part_machine() {
 	local out rc pid fails runs i j how cpus pol c
-	echo "1..12"
+	echo "1..14"
 	if [ "${UMCG_RUN_SANITIZED:-0}" = 1 ]; then
-		for i in $(seq 12); do preload_skip "machine $i"; done
+		for i in $(seq 14); do preload_skip "machine $i"; done
 		return
 	fi
 	# nproc and the affinity calls: the group's CPUs.
@@ -373,6 +375,27 @@ part_machine() {
 		ok "affinity calls under --cores $c report $c CPUs; set_one=$(val set_one "$out")"
 	else
 		not_ok "affinity calls under --cores $c (exit $rc; want $c CPUs everywhere and affinity=ok)"
+	fi
+	# Go's runtime reads the real mask (one CPU): umcg-run sets GOMAXPROCS.
+	if [ -z "${UMCG_RUN_GOPROCS:-}" ] || [ ! -x "$UMCG_RUN_GOPROCS" ]; then
+		skip "Go's GOMAXPROCS under --cores $c: no Go toolchain in this build"
+		skip "Go's GOMAXPROCS set by the user: no Go toolchain in this build"
+	else
+		out=$(timeout 20 "$run" --cores $c -- "$UMCG_RUN_GOPROCS" 2>&1 < /dev/null)
+		rc=$?
+		sed 's/^/# /' <<< "$out"
+		if [ $rc = 0 ] && [ "$(val gomaxprocs "$out")" = $c ]; then
+			ok "Go under --cores $c: GOMAXPROCS $c (NumCPU $(val numcpu "$out"))"
+		else
+			not_ok "Go under --cores $c: GOMAXPROCS '$(val gomaxprocs "$out")', want $c (exit $rc)"
+		fi
+		out=$(GOMAXPROCS=3 timeout 20 "$run" --cores $c -- "$UMCG_RUN_GOPROCS" 2>&1 < /dev/null)
+		rc=$?
+		if [ $rc = 0 ] && [ "$(val gomaxprocs "$out")" = 3 ]; then
+			ok "Go under --cores $c with GOMAXPROCS=3: the user's 3"
+		else
+			not_ok "Go under --cores $c with GOMAXPROCS=3: '$(val gomaxprocs "$out")' (exit $rc)"
+		fi
 	fi
 	# The program's own check, unmanaged: setting one CPU is honoured.
 	out=$(timeout 20 "$machine" affinity 2>&1 < /dev/null)
