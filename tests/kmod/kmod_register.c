@@ -2,8 +2,9 @@
 /*
  * Description: UMCG_IOC_REGISTER / UMCG_IOC_UNREGISTER and the mmap of
  * /dev/umcg: per-process groups, per-thread state in module memory, the
- * max_tasks limit, isolation between processes (C8), and cleanup of a
- * killed process with the module unloadable afterwards (C7).
+ * max_tasks limit, isolation between processes (C8), cleanup of a
+ * killed process with the module unloadable afterwards (C7), and REGISTER
+ * refused to a thread that is being killed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -80,6 +82,104 @@ static void reg_map(struct __test_metadata *_metadata,
 {
 	self->map = umcg_map(self->fd, self->len);
 	ASSERT_NE(MAP_FAILED, self->map) TH_LOG("mmap: %s", strerror(errno));
+}
+
+#define BPFTRACE	"/usr/bin/bpftrace"
+#define DYING_COMM	"umcg_regdie"
+
+/*
+ * The child: its own device file, then a REGISTER as a server, at whose
+ * entry the bpftrace script sends it SIGKILL (bpf_send_signal()), so that
+ * the module sees the call with a fatal signal pending.  It never returns
+ * to user space; an exit status says it did.
+ */
+static void dying_child(void)
+{
+	__u64 off;
+	int fd;
+
+	prctl(PR_SET_NAME, DYING_COMM);
+	fd = open(UMCG_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		_exit(20);
+	_exit(umcg_reg(fd, UMCG_REGISTER_SERVER, 0, 0, &off) ? 21 : 22);
+}
+
+/*
+ * A thread with a fatal signal pending (killed while it enters REGISTER)
+ * is refused with -ESRCH: registered, it would stay a poke target of its
+ * group while it dies.  bpftrace makes the signal land at the ioctl's
+ * entry and reports the ioctl's return value.  SKIP without bpftrace or
+ * kprobes.
+ */
+TEST_F_TIMEOUT(reg, dying_thread_refused, 240)
+{
+	char script[512], line[256], path[] = "/tmp/umcg_regdie.XXXXXX";
+	char *argv[] = { BPFTRACE, "--unsafe", "-B", "line", path, NULL };
+	int out[2], status, ret = 1000;
+	bool attached = false;
+	pid_t bt, child;
+	FILE *f;
+	int tfd;
+
+	if (access(BPFTRACE, X_OK))
+		SKIP(return, BPFTRACE " is not installed");
+	snprintf(script, sizeof(script),
+		 "BEGIN { printf(\"attached\\n\"); }\n"
+		 "kprobe:umcg_ioctl /comm == \"" DYING_COMM "\" && arg1 == %lu/ "
+		 "{ signal(\"KILL\"); }\n"
+		 "kretprobe:umcg_ioctl /comm == \"" DYING_COMM "\"/ "
+		 "{ printf(\"ret=%%d\\n\", (int32)retval); exit(); }\n",
+		 (unsigned long)UMCG_IOC_REGISTER);
+	tfd = mkstemp(path);
+	ASSERT_LE(0, tfd);
+	ASSERT_EQ((ssize_t)strlen(script), write(tfd, script, strlen(script)));
+	close(tfd);
+	ASSERT_EQ(0, pipe(out));
+	bt = fork();
+	ASSERT_LE(0, bt);
+	if (bt == 0) {
+		dup2(out[1], STDOUT_FILENO);
+		dup2(out[1], STDERR_FILENO);
+		close(out[0]);
+		close(out[1]);
+		execv(BPFTRACE, argv);
+		_exit(127);
+	}
+	close(out[1]);
+	f = fdopen(out[0], "r");
+	ASSERT_NE(NULL, f);
+	while (fgets(line, sizeof(line), f)) {
+		TH_LOG("bpftrace: %s", strtok(line, "\n") ?: "");
+		if (!strncmp(line, "attached", 8)) {
+			attached = true;
+			break;
+		}
+	}
+	if (!attached) {
+		fclose(f);
+		waitpid(bt, &status, 0);
+		unlink(path);
+		SKIP(return, "bpftrace could not attach to umcg_ioctl (status %#x)", status);
+	}
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0)
+		dying_child();
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "ret=%d", &ret) == 1)
+			break;
+		TH_LOG("bpftrace: %s", strtok(line, "\n") ?: "");
+	}
+	fclose(f);
+	kill(bt, SIGTERM);
+	waitpid(bt, NULL, 0);
+	unlink(path);
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		TH_LOG("child: status %#x (exit 22: REGISTER returned 0 to it)", status);
+	EXPECT_EQ(-ESRCH, ret) TH_LOG("REGISTER of the dying thread returned %d", ret);
+	TH_LOG("REGISTER with SIGKILL pending: %d", ret);
 }
 
 #define NR_WORKERS	8
