@@ -302,6 +302,19 @@ void umcg_scx_close(struct umcg_scx *s)
 	free(s);
 }
 
+bool umcg_scx_kernel_has_bells(void)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool has;
+
+	if (!btf)
+		return false;
+	has = btf__find_by_name_kind(btf, "bpf_task_work_schedule_signal",
+				     BTF_KIND_FUNC) > 0;
+	btf__free(btf);
+	return has;
+}
+
 int umcg_scx_pin(struct umcg_scx *s, const char *dir,
 		 const struct umcg_scx_access *acc)
 {
@@ -311,6 +324,8 @@ int umcg_scx_pin(struct umcg_scx *s, const char *dir,
 
 	if (!s->link)
 		return -ENOTCONN;
+	if (acc && acc->users != UMCG_SCX_USERS_ROOT && !umcg_scx_kernel_has_bells())
+		return -EOPNOTSUPP;
 	if (mkdir(dir, UMCG_SCX_PIN_DIR_MODE))
 		return -errno;
 	/* mkdir() applied the umask. */

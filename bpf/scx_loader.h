@@ -110,6 +110,15 @@ int umcg_scx_detach(struct umcg_scx *s);
 void umcg_scx_close(struct umcg_scx *s);
 
 /*
+ * Has the running kernel bpf_task_work_schedule_signal() (Linux 6.18), with
+ * which the scheduler rings a server's own bell?  Without it servers sleep
+ * on the machine-wide doorbell ring, whose consumer page every process
+ * that maps the ring can write, so umcg_scx_pin() then lets in nobody but
+ * root.
+ */
+bool umcg_scx_kernel_has_bells(void);
+
+/*
  * Pin the attached instance at @dir, on the bpffs that
  * umcg_scx_bpffs_prepare() readied: make @dir (mode 0755), pin the maps of
  * umcg_scx_pinned_maps[] and the programs, with the modes @acc gives them
@@ -118,6 +127,8 @@ void umcg_scx_close(struct umcg_scx *s);
  * leaves the scheduler attached.  On failure @dir is removed and the
  * handle stays attached.  -ENOTCONN: not attached.  -EEXIST: @dir exists
  * (a scheduler is pinned there, or leftovers: umcg_scx_unpin() them).
+ * -EOPNOTSUPP: @acc lets in others than root, and the kernel has no bells
+ * (umcg_scx_kernel_has_bells()).
  */
 int umcg_scx_pin(struct umcg_scx *s, const char *dir,
 		 const struct umcg_scx_access *acc);

@@ -32,7 +32,13 @@ const struct umcg_scx_pin_spec umcg_scx_pinned_maps[] = {
 	{ UMCG_SCX_PIN_CTL,		UMCG_SCX_PIN_ROOT, NULL },
 #ifdef UMCG_HAVE_SCX_ENFORCE
 	{ UMCG_SCX_PIN_SHARED,		UMCG_SCX_PIN_USE_RW, NULL },
-	{ UMCG_SCX_PIN_WAKE,		UMCG_SCX_PIN_USE_RW, NULL },
+	/*
+	 * The doorbell ring: whoever maps it can write its consumer page
+	 * (and so make every sleeper's poll() return at once), so root's
+	 * only.  Where others may use the scheduler the kernel has bells
+	 * (umcg_scx_kernel_has_bells()) and their servers need no doorbell.
+	 */
+	{ UMCG_SCX_PIN_WAKE,		UMCG_SCX_PIN_ROOT, NULL },
 	{ UMCG_SCX_PIN_ENF_STATS,	UMCG_SCX_PIN_PUBLIC, NULL },
 	/*
 	 * Pinned for its user reference only: the kernel frees the timers of

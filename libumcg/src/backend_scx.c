@@ -60,15 +60,19 @@
  *              after its read ends the wait.  A ring wakes this server
  *              alone, and nothing of another process rings it; our own
  *              threads wake it with a futex wake of wake_seq
- *              (server_wake), no program run.  Where the kernel has no
- *              bells (-EOPNOTSUPP), or another core of the group has the
- *              bell of the same CPU (-EBUSY: more cores than CPUs), it
- *              registers with UMCG_SCX_REGISTER_DOORBELL instead and sleeps in poll() on
+ *              (server_wake), no program run.  Where another server of
+ *              the process has the bell of the same CPU (-EBUSY: one of
+ *              an earlier group, not unregistered yet), it registers
+ *              with UMCG_SCX_REGISTER_DOORBELL (never held) but sleeps
+ *              on wake_seq alone, at most as long as a bell server does
+ *              (news found at that bound counts as missed-news).
+ *              Where the kernel has no bells (-EOPNOTSUPP: before Linux
+ *              6.18, where only root may use the scheduler), it
+ *              registers with UMCG_SCX_REGISTER_DOORBELL and sleeps in poll() on
  *              the scheduler's doorbell ring ("wake"), rung for the same
  *              news and by "umcg_poke" (server_wake); it drains the ring,
  *              then looks, then sleeps.  Every ring wakes every sleeping
- *              doorbell server (of every process): one with nothing to
- *              do sleeps again.
+ *              doorbell server: one with nothing to do sleeps again.
  *              It is never held runnable: a held thread keeps its CPU's
  *              runqueue non-empty for sched_ext, and once the kernel's
  *              deadline server for sched_ext has found nothing to run
@@ -116,8 +120,10 @@
  * it all the same); "shared" and "wake" read-write, because mmap() of a
  * map needs a descriptor with write access even for a read-only mapping
  * (shared is frozen, so nothing can write it anyway) and the doorbell's
- * consumer position is written.  Whether this process may open them is
- * up to "umcgctl load" (root only by default, --group GROUP, --users);
+ * consumer position is written (the doorbell is root's only: whoever maps
+ * it can make every sleeper's poll() return).  Whether this process may
+ * open them is up to "umcgctl load" (root only by default, --group GROUP,
+ * --users);
  * when it may not, probe fails and says whom the load let in.  A forked
  * child does not inherit the backend's state.
  *
@@ -258,6 +264,12 @@ struct scx_server {
 	_Atomic bool started;		/* server_start() is done, either way */
 	bool doorbell;			/* registered with the doorbell */
 	bool bell;			/* registered with its own bell */
+	/*
+	 * Another server of this process has the bell of its CPU (one of an
+	 * earlier group, still leaving): it sleeps on wake_seq alone, for
+	 * the bell's bound at most.
+	 */
+	_Atomic bool no_bell;
 	uint32_t slot;			/* its slot: shared.bell[slot] */
 	/*
 	 * A bell server is in (or about to enter) its futex wait: set before
@@ -1025,12 +1037,19 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 	/* Registered first, as a worker is (scx_worker_register()). */
 	a.flags |= UMCG_SCX_REGISTER_BELL;
 	ret = scx_run(SCX_PROG_REGISTER, &a, sizeof(a));
-	if (ret == -EOPNOTSUPP || ret == -EBUSY) {
+	if (ret == -EBUSY) {
 		/*
-		 * No bells in this kernel, or another core of ours has this
-		 * CPU's (more cores than CPUs): the doorbell ring, if we
-		 * have it.
+		 * Another server of ours has this CPU's bell (one of an
+		 * earlier group that has not unregistered yet): never held
+		 * (registered as a doorbell server, but not reading the
+		 * ring), it wakes at the bell's bound; what it finds then
+		 * counts as missed news.
 		 */
+		a.flags = UMCG_REGISTER_SERVER | UMCG_SCX_REGISTER_DOORBELL;
+		ret = scx_run(SCX_PROG_REGISTER, &a, sizeof(a));
+		srv->no_bell = !ret;
+	} else if (ret == -EOPNOTSUPP) {
+		/* No bells in this kernel: the doorbell ring, if we have it. */
 		a.flags = UMCG_REGISTER_SERVER;
 		if (scx.wake_fd >= 0)
 			a.flags |= UMCG_SCX_REGISTER_DOORBELL;
@@ -1045,10 +1064,11 @@ static int scx_server_start(struct umcg_group *g, struct umcg_core *c)
 		}
 	}
 	if (ret) {
+		srv->no_bell = false;
 		fprintf(stderr, "libumcg: scx: registering the server of core %d "
 			"(CPU %d): %s\n", c->idx, c->cpu, strerror(-ret));
 	} else {
-		srv->doorbell = a.flags & UMCG_SCX_REGISTER_DOORBELL;
+		srv->doorbell = (a.flags & UMCG_SCX_REGISTER_DOORBELL) && !srv->no_bell;
 		srv->bell = a.flags & UMCG_SCX_REGISTER_BELL;
 		srv->slot = a.slot;
 		atomic_store(&srv->tid, gettid());
@@ -1491,19 +1511,21 @@ static int scx_server_wait(struct umcg_core *c, uint32_t seen)
 	struct scx_server *srv = &sg->servers[c->idx];
 	bool registered = atomic_load(&srv->tid) == gettid();
 	bool doorbell = registered && srv->doorbell;
-	bool bell = registered && srv->bell;
-	const volatile uint32_t *bellw = bell ? &scx.sh->bell[srv->slot] : NULL;
+	/* One whose CPU's bell is another's sleeps as a bell server does. */
+	bool bell = registered && (srv->bell || atomic_load(&srv->no_bell));
+	const volatile uint32_t *bellw = registered && srv->bell ?
+					 &scx.sh->bell[srv->slot] : NULL;
 	uint64_t checked = umcg_now_ns(), dump_ns = 0;
 	struct pollfd pfd = { .fd = scx.wake_fd, .events = POLLIN };
 	uint32_t rung = 0, last_rung = 0;
 	int ret = 0;
 
-	if (bell)
+	if (bellw)
 		last_rung = __atomic_load_n(bellw, __ATOMIC_ACQUIRE);
 	for (;;) {
 		uint64_t now;
 
-		if (bell) {
+		if (bellw) {
 			/* Read before the look: a ring after it fails the wait. */
 			rung = __atomic_load_n(bellw, __ATOMIC_ACQUIRE);
 			atomic_thread_fence(memory_order_seq_cst);
@@ -1537,15 +1559,17 @@ static int scx_server_wait(struct umcg_core *c, uint32_t seen)
 			 * news found only at the bound is a missed ring,
 			 * counted.
 			 */
+			uint64_t until = now + (c->idx == 0 && atomic_load(&g->dump_signal) ?
+						SCX_DUMP_POLL_NS : SCX_BELL_SLEEP_NS);
+
 			if (rung != last_rung && scx_gone_check())
 				continue;
 			last_rung = rung;
 			atomic_store(&srv->asleep, true);
 			if (atomic_load(&c->wake_seq) == seen)
-				ret = umcg_futex_wait2(&c->wake_seq, seen, bellw, rung,
-						       now + (c->idx == 0 &&
-							      atomic_load(&g->dump_signal) ?
-							      SCX_DUMP_POLL_NS : SCX_BELL_SLEEP_NS));
+				ret = bellw ? umcg_futex_wait2(&c->wake_seq, seen, bellw,
+							       rung, until) :
+					      umcg_futex_wait(&c->wake_seq, seen, until);
 			atomic_store(&srv->asleep, false);
 			/*
 			 * Slept the whole bound unrung: what the next look
@@ -1554,7 +1578,7 @@ static int scx_server_wait(struct umcg_core *c, uint32_t seen)
 			 * only applied events count.)
 			 */
 			scx_after_bound = ret == -ETIMEDOUT &&
-					  __atomic_load_n(bellw, __ATOMIC_ACQUIRE) == rung &&
+					  (!bellw || __atomic_load_n(bellw, __ATOMIC_ACQUIRE) == rung) &&
 					  atomic_load(&c->wake_seq) == seen;
 			ret = 0;
 			continue;
@@ -1593,7 +1617,9 @@ static void scx_server_wake(struct umcg_core *c)
 	 * flag: a waker that saw gone false moved wake_seq before the server
 	 * set it, hence before its wait compares.
 	 */
-	if (tid && sg->servers[c->idx].bell && !atomic_load(&scx.gone)) {
+	if (tid && (sg->servers[c->idx].bell ||
+		    atomic_load(&sg->servers[c->idx].no_bell)) &&
+	    !atomic_load(&scx.gone)) {
 		if (atomic_load(&sg->servers[c->idx].asleep))
 			umcg_futex_wake(&c->wake_seq, 1);
 		return;

@@ -10,9 +10,9 @@
  *   the table in scx_pin.h and "umcgctl status" says "every user".  The
  *   child's workers block in read() and nanosleep(), yield, switch and
  *   unpark; umcg_backend_name() is "scx", its umcg_stats() count blocks
- *   and switches, every worker is joined; it can map the doorbell as
- *   libumcg's servers do.  The same child then cannot open what stays
- *   root's (link, ctl, enf_timer; a program or stats read-write), request
+ *   and switches, every worker is joined.  The same child then cannot open what stays root's (link,
+ *   ctl, enf_timer, the doorbell "wake", whose consumer page any process
+ *   that maps it could write; a program or stats read-write), request
  *   an ejection through ctl, update the frozen shared map or map it
  *   writable, add, remove or chmod pins; "umcgctl eject" and "umcgctl
  *   unload" run by it exit with status 5.  The scheduler is still
@@ -133,32 +133,6 @@ static void *ux_worker(void *arg)
 	return NULL;
 }
 
-/*
- * Can this process open and map the doorbell as libumcg's servers do
- * (backend_scx.c: consumer page writable, producer page read-only)?
- * Without it they would run held in sched_yield().  0 or -errno.
- */
-static int ux_doorbell_usable(void)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	void *cons, *prod;
-	int fd, ret = 0;
-
-	fd = umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_WAKE, false);
-	if (fd < 0)
-		return fd;
-	cons = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	prod = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, page);
-	if (cons == MAP_FAILED || prod == MAP_FAILED)
-		ret = -errno;
-	if (cons != MAP_FAILED)
-		munmap(cons, page);
-	if (prod != MAP_FAILED)
-		munmap(prod, page);
-	close(fd);
-	return ret;
-}
-
 /* libumcg on scx with @w; 0 or a distinct status, as printed. */
 static int ux_workload(const struct ux_work *w)
 {
@@ -181,11 +155,6 @@ static int ux_workload(const struct ux_work *w)
 	       (int)getegid(), umcg_backend_name());
 	if (strcmp(umcg_backend_name(), "scx"))
 		return 22;
-	ret = ux_doorbell_usable();
-	if (ret) {
-		printf("# child: the doorbell \"wake\": %s\n", strerror(-ret));
-		return 31;
-	}
 	if (umcg_test_feeder_start(&feeder, r.pipefd[1], 200))
 		return 23;
 	for (i = 0; i < r.nr; i++) {
@@ -253,6 +222,10 @@ static int ux_checks(void)
 			  umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_TIMER, true));
 	bad += ux_refused("bells read-only",
 			  umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_BELLS, true));
+	bad += ux_refused("wake (the doorbell)",
+			  umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_WAKE, false));
+	bad += ux_refused("wake read-only",
+			  umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_WAKE, true));
 	bad += ux_refused("stats read-write",
 			  umcg_scx_pin_open(UMCG_SCX_PIN_DIR, UMCG_SCX_PIN_STATS, false));
 	bad += ux_refused("umcg_pick read-write",
@@ -444,7 +417,7 @@ static int ux_modes_are(mode_t use_r, mode_t use_rw, gid_t gid)
 	for (int i = 0; i < 4; i++)
 		bad |= ux_pin_is(progs[i], use_r, gid);
 	bad |= ux_pin_is(UMCG_SCX_PIN_SHARED, use_rw, gid);
-	bad |= ux_pin_is(UMCG_SCX_PIN_WAKE, use_rw, gid);
+	bad |= ux_pin_is(UMCG_SCX_PIN_WAKE, 0600, 0);
 	bad |= ux_pin_is(UMCG_SCX_PIN_LINK, 0600, 0);
 	bad |= ux_pin_is(UMCG_SCX_PIN_CTL, 0600, 0);
 	bad |= ux_pin_is(UMCG_SCX_PIN_TIMER, 0600, 0);

@@ -38,6 +38,8 @@ static const char load_usage[] =
 "these is given; to change it, unload and load again:\n"
 "  -g, --group=GROUP      root and the members of GROUP (a name or a number)\n"
 "  -u, --users            every user\n"
+"Either needs a kernel with bpf_task_work_schedule_signal() (Linux 6.18):\n"
+"on an older one the servers share a doorbell ring that only root may map.\n"
 "Unloading, ejecting and the scheduler's control map stay root's.\n"
 "\n"
 "  -l, --slice-us=US      time slice (default: the kernel's, 20000)\n"
@@ -212,6 +214,14 @@ int umcgctl_load(int argc, char **argv)
 	ret = check_privileged("load");
 	if (ret)
 		return ret;
+	if (acc.users != UMCG_SCX_USERS_ROOT && !umcg_scx_kernel_has_bells()) {
+		umcgctl_err("load", "--group and --users need a kernel with "
+			    "bpf_task_work_schedule_signal() (Linux 6.18 or later): "
+			    "without it the servers of every process share one doorbell "
+			    "ring, whose consumer page any of them could write; load "
+			    "for root only on this kernel");
+		return UMCGCTL_FAILED;
+	}
 
 	ret = umcg_scx_bpffs_prepare(UMCG_SCX_PIN_DIR, &did);
 	if (ret) {
