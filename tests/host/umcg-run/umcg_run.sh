@@ -25,7 +25,8 @@
 #         affinity calls report the group's CPUs (2 under --cores 2), a
 #         worker's own setaffinity is honoured or fails with EINVAL; a Go
 #         program (goprocs/, cgo) gets GOMAXPROCS = the cores, or the
-#         user's own GOMAXPROCS;
+#         user's own GOMAXPROCS; OpenMP (omp_procs.c) and a JVM (Procs.java:
+#         availableProcessors()) size themselves for the cores;
 #         children started with system(), popen(), posix_spawn() and fork(),
 #         and a program the worker executes itself, get the program's CPUs
 #         and SCHED_OTHER; a SIGTERM that the program
@@ -40,7 +41,7 @@ part=${1:?usage: umcg_run.sh cli|c1|c2|dump|machine}
 run=${UMCG_RUN:?} ctl=${UMCGCTL:?} load=${UMCG_RUN_LOAD:?} lib=${UMCG_RUN_PRELOAD_LIB:?}
 machine=${UMCG_RUN_MACHINE:?}
 early=${UMCG_RUN_EARLY:?}
-unset UMCG_BACKEND UMCG_DUMP_SIGNAL UMCG_RUN_CORES UMCG_RUN_POLICY UMCG_RUN_TIME_SLICE_US GOMAXPROCS \
+unset UMCG_BACKEND UMCG_DUMP_SIGNAL UMCG_RUN_CORES UMCG_RUN_POLICY UMCG_RUN_TIME_SLICE_US GOMAXPROCS OMP_NUM_THREADS \
 	UMCG_RUN_BLOCKED_US UMCG_RUN_CPUS UMCG_RUN_PRELOAD LD_PRELOAD
 ncpu=$(nproc)
 tmp=$(mktemp -d)
@@ -345,9 +346,9 @@ val() { sed -n "s/^$1=//p" <<< "$2" | head -n 1; }
 
 part_machine() {
 	local out rc pid fails runs i j how cpus pol c
-	echo "1..14"
+	echo "1..16"
 	if [ "${UMCG_RUN_SANITIZED:-0}" = 1 ]; then
-		for i in $(seq 14); do preload_skip "machine $i"; done
+		for i in $(seq 16); do preload_skip "machine $i"; done
 		return
 	fi
 	# nproc and the affinity calls: the group's CPUs.
@@ -395,6 +396,33 @@ part_machine() {
 			ok "Go under --cores $c with GOMAXPROCS=3: the user's 3"
 		else
 			not_ok "Go under --cores $c with GOMAXPROCS=3: '$(val gomaxprocs "$out")' (exit $rc)"
+		fi
+	fi
+	# OpenMP and a JVM read the mask through the C library: the cores.
+	if [ -z "${UMCG_RUN_OMP:-}" ] || [ ! -x "$UMCG_RUN_OMP" ]; then
+		skip "OpenMP under --cores $c: the compiler has no OpenMP"
+	else
+		out=$(timeout 20 "$run" --cores $c -- "$UMCG_RUN_OMP" 2>&1 < /dev/null)
+		rc=$?
+		sed 's/^/# /' <<< "$out"
+		if [ $rc = 0 ] && [ "$(val omp_procs "$out")" = $c ] &&
+		   [ "$(val omp_max_threads "$out")" = $c ] && [ "$(val omp_team "$out")" = $c ]; then
+			ok "OpenMP under --cores $c: $c procs, $c threads"
+		else
+			not_ok "OpenMP under --cores $c: want $c procs, max threads and team (exit $rc)"
+		fi
+	fi
+	if ! command -v java > /dev/null || [ ! -f "${UMCG_RUN_JAVA_SRC:-}" ]; then
+		skip "a JVM under --cores $c: no java here"
+	else
+		out=$(timeout 120 "$run" --cores $c -- java -Xshare:auto "$UMCG_RUN_JAVA_SRC" 2>&1 < /dev/null)
+		rc=$?
+		sed 's/^/# /' <<< "$out"
+		if [ $rc = 0 ] && [ "$(val jvm_procs "$out")" = $c ] &&
+		   [ "$(val jvm_threads "$out")" = ok ]; then
+			ok "a JVM under --cores $c: availableProcessors $c, its threads ran"
+		else
+			not_ok "a JVM under --cores $c: availableProcessors '$(val jvm_procs "$out")', want $c (exit $rc)"
 		fi
 	fi
 	# The program's own check, unmanaged: setting one CPU is honoured.
