@@ -189,7 +189,8 @@ static void umcg_thread_finish(struct umcg_thread *t)
 #endif
 	if (!released) {
 		pthread_mutex_lock(&g->threads_lock);
-		cds_list_del(&t->all_node);
+		/* Off the list already if umcg_fini() released us meanwhile. */
+		cds_list_del_init(&t->all_node);
 		pthread_mutex_unlock(&g->threads_lock);
 	}
 	/*
@@ -388,7 +389,7 @@ out_unlock:
 int umcg_fini(void)
 {
 	struct umcg_thread *self = umcg_current, *t;
-	struct cds_list_head *pos;
+	struct cds_list_head *pos, *next;
 	struct umcg_group *g;
 	uint64_t live;
 
@@ -413,12 +414,22 @@ int umcg_fini(void)
 	umcg_stage_drop_all(g);
 	g->backend->fini(g);
 
-	/* Release the workers still alive: plain threads from now on. */
+	/*
+	 * Release the workers still alive: plain threads from now on.  Once
+	 * RELEASED, a thread may finish, and a detached one free itself, at
+	 * any moment: it no longer takes threads_lock to leave the list, so
+	 * each is taken off the list here, and pinned (t->refs, which its
+	 * free waits for) while we touch it.  One that read its flag clear
+	 * before and now waits for the lock to leave the list finds its node
+	 * on no list (cds_list_del_init()).
+	 */
 	pthread_mutex_lock(&g->threads_lock);
-	cds_list_for_each(pos, &g->threads) {
+	cds_list_for_each_safe(pos, next, &g->threads) {
 		uint32_t s;
 
 		t = cds_list_entry(pos, struct umcg_thread, all_node);
+		umcg_ref_get(t);
+		cds_list_del_init(pos);
 		s = umcg_thread_load_state(t);
 
 		atomic_fetch_or(&t->flags, UMCG_THREAD_RELEASED);
@@ -428,6 +439,7 @@ int umcg_fini(void)
 			g->backend->worker_release(g, t);
 		/* Uncounted: a released thread may be on its way out already. */
 		umcg_futex_wake((_Atomic uint32_t *)&t->ut->state, INT_MAX);
+		umcg_ref_put(t);
 	}
 	live = atomic_load(&g->stats->live);
 	pthread_mutex_unlock(&g->threads_lock);

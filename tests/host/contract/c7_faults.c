@@ -457,6 +457,41 @@ TEST_F(c7, detached_workers_exit_at_once)
 	EXPECT_EQ((uint64_t)n, st.exited);
 }
 
+/*
+ * umcg_fini() releases parked detached workers that exit, and free
+ * themselves, as soon as its futex wake reaches them: while its release
+ * loop goes on to the next thread.  (A loop that read a freed thread's list
+ * node shows up under ASan.)  Five rounds.
+ */
+TEST_F(c7, fini_releases_detached_workers)
+{
+	struct c7_run *r = &self->run;
+	struct umcg_config cfg = ct_config(variant->nr_cores, NULL);
+	struct umcg_attr a = ct_attr(-1);
+	struct umcg_stats st;
+	const int n = 100;
+
+	a.flags = UMCG_ATTR_DETACHED;
+	a.stack_size = 64 * 1024;
+	for (int round = 0; round < 5; round++) {
+		atomic_store(&r->flag, 0);
+		atomic_store(&r->ran, 0);
+		for (int i = 0; i < n; i++)
+			ASSERT_EQ(0, umcg_spawn(NULL, &a, c7_detached, r));
+		ASSERT_TRUE(CT_WAIT(umcg_stats(&st) == 0 && st.parks >= (uint64_t)n, 5000))
+			TH_LOG("round %d: %llu parks of %d workers", round,
+			       (unsigned long long)st.parks, n);
+		/* Released, each sees the flag and returns at once. */
+		atomic_store(&r->flag, 1);
+		self->inited = false;
+		ASSERT_EQ(0, umcg_fini());
+		ASSERT_TRUE(CT_WAIT(atomic_load(&r->ran) == n, 5000))
+			TH_LOG("round %d: %d of %d returned", round, atomic_load(&r->ran), n);
+		ASSERT_EQ(0, umcg_init(&cfg));
+		self->inited = true;
+	}
+}
+
 /* --- the group's life ---------------------------------------------------- */
 
 static void *c7_fini_from_worker(void *arg)
