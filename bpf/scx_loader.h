@@ -154,10 +154,10 @@ int umcg_scx_read_stats(const struct umcg_scx *s, struct umcg_scx_stats *st);
 
 /*
  * The per-task counters of thread @tid, which must be alive: the lookup
- * goes through a pidfd of the thread.  ops.init_task creates them for every
- * task once the instance is attached, so a thread that never opted in reads
- * as all zero.  -ESRCH: no such thread.  -ENOENT: no counters, because the
- * instance never attached or the thread is exiting.
+ * goes through a pidfd of the thread.  ops.enable creates them when the
+ * thread enters sched_ext, and they stay while it lives.  -ESRCH: no such
+ * thread.  -ENOENT: no counters: the thread never ran in sched_ext under
+ * this instance (or they could not be allocated), or it is exiting.
  */
 int umcg_scx_read_task_stats(const struct umcg_scx *s, pid_t tid,
 			     struct umcg_scx_task_stats *ts);

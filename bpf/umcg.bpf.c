@@ -12,9 +12,10 @@
  * a. Who is ours.  SCX_OPS_SWITCH_PARTIAL: only threads whose policy is
  *    SCHED_EXT (7) leave the fair class, each opted in with
  *    sched_setscheduler(tid, SCHED_EXT, ...).  Everything else, the loader
- *    included, stays with EEVDF.  ops.init_task still runs for every task in
- *    the system (at load and at each fork), so every task gets its per-task
- *    counters; only SCHED_EXT tasks ever bump them.
+ *    included, stays with EEVDF.  A task gets its per-task counters when it
+ *    enters sched_ext (ops.enable), not at fork: the scheduler allocates
+ *    nothing for the tasks that never leave the fair class, and no fork on
+ *    the machine can fail for it.
  *
  * b. Policy.  One user DSQ, UMCG_SCX_DSQ_FIFO, created in ops.init.
  *    - ops.select_cpu (wake-up of a task that may migrate): the kernel's
@@ -47,7 +48,9 @@
  *    copy, no shared cache line; user space sums), per-task ones in task
  *    storage (written only by the task's own callbacks, which sched_ext
  *    serialises under the task's rq lock; user space looks them up with a
- *    pidfd).  Both layouts are in uapi/umcg_scx.h.
+ *    pidfd), created at ops.enable.  A task whose counters could not be
+ *    allocated there (the allocation cannot sleep) is scheduled all the
+ *    same, uncounted.  Both layouts are in uapi/umcg_scx.h.
  *
  * e. Exit.  ops.exit records the kernel's exit info with UEI_RECORD()
  *    (the kernel's user_exit_info.bpf.h) into "uei" in .data, kind
@@ -134,18 +137,10 @@ static __always_inline void stat_inc(u32 idx)
 		s->cnt[idx]++;
 }
 
-/*
- * @p's counters.  ops.init_task created them for every task, and they live
- * as long as the task, so a miss is a bug: abort.
- */
+/* @p's counters, NULL if ops.enable could not allocate them (d). */
 static struct umcg_scx_task_stats *task_ctx(struct task_struct *p)
 {
-	struct umcg_scx_task_stats *t;
-
-	t = bpf_task_storage_get(&task_stats, p, 0, 0);
-	if (!t)
-		scx_bpf_error("umcg: no task counters for %s[%d]", p->comm, p->pid);
-	return t;
+	return bpf_task_storage_get(&task_stats, p, 0, 0);
 }
 
 s32 BPF_STRUCT_OPS(umcg_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
@@ -302,7 +297,10 @@ static void eject_if_requested(void)
 
 void BPF_STRUCT_OPS(umcg_enable, struct task_struct *p)
 {
-	struct umcg_scx_task_stats *t = task_ctx(p);
+	struct umcg_scx_task_stats *t;
+
+	/* Kept from an earlier stay in sched_ext, else made now (a, d). */
+	t = bpf_task_storage_get(&task_stats, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 
 	if (t) {
 		t->enable++;
@@ -315,15 +313,6 @@ void BPF_STRUCT_OPS(umcg_enable, struct task_struct *p)
 void BPF_STRUCT_OPS(umcg_disable, struct task_struct *p)
 {
 	stat_inc(UMCG_SCX_STAT_DISABLE);
-}
-
-s32 BPF_STRUCT_OPS(umcg_init_task, struct task_struct *p, struct scx_init_task_args *args)
-{
-	/* For every task, at load and at fork: see (a) and (d) above. */
-	if (!bpf_task_storage_get(&task_stats, p, 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE))
-		return -ENOMEM;
-	return 0;
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(umcg_init)
@@ -364,7 +353,6 @@ struct sched_ext_ops umcg_ops = {
 #endif
 	.enable		= (void *)umcg_enable,
 	.disable	= (void *)umcg_disable,
-	.init_task	= (void *)umcg_init_task,
 	.init		= (void *)umcg_init,
 	.exit		= (void *)umcg_exit,
 #ifdef UMCG_SCX_ENFORCE
