@@ -89,9 +89,10 @@ static void reg_map(struct __test_metadata *_metadata,
 
 /*
  * The child: its own device file, then a REGISTER as a server, at whose
- * entry the bpftrace script sends it SIGKILL (bpf_send_signal()), so that
- * the module sees the call with a fatal signal pending.  It never returns
- * to user space; an exit status says it did.
+ * system call entry the bpftrace script sends it SIGKILL
+ * (bpf_send_signal()), so that the module sees the call with a fatal
+ * signal pending.  It never returns to user space; an exit status says it
+ * did.
  */
 static void dying_child(void)
 {
@@ -109,8 +110,9 @@ static void dying_child(void)
  * A thread with a fatal signal pending (killed while it enters REGISTER)
  * is refused with -ESRCH: registered, it would stay a poke target of its
  * group while it dies.  bpftrace makes the signal land at the ioctl's
- * entry and reports the ioctl's return value.  SKIP without bpftrace or
- * kprobes.
+ * system call entry and reports its return value, from the syscalls
+ * tracepoints: no probe on the module's own text, which the fixture
+ * unloads.  SKIP without bpftrace or those tracepoints.
  */
 TEST_F_TIMEOUT(reg, dying_thread_refused, 240)
 {
@@ -126,10 +128,10 @@ TEST_F_TIMEOUT(reg, dying_thread_refused, 240)
 		SKIP(return, BPFTRACE " is not installed");
 	snprintf(script, sizeof(script),
 		 "BEGIN { printf(\"attached\\n\"); }\n"
-		 "kprobe:umcg_ioctl /comm == \"" DYING_COMM "\" && arg1 == %lu/ "
-		 "{ signal(\"KILL\"); }\n"
-		 "kretprobe:umcg_ioctl /comm == \"" DYING_COMM "\"/ "
-		 "{ printf(\"ret=%%d\\n\", (int32)retval); exit(); }\n",
+		 "tracepoint:syscalls:sys_enter_ioctl /comm == \"" DYING_COMM "\" && "
+		 "(uint32)args.cmd == %lu/ { @in[tid] = 1; signal(\"KILL\"); }\n"
+		 "tracepoint:syscalls:sys_exit_ioctl /@in[tid]/ "
+		 "{ printf(\"ret=%%d\\n\", (int32)args.ret); exit(); }\n",
 		 (unsigned long)UMCG_IOC_REGISTER);
 	tfd = mkstemp(path);
 	ASSERT_LE(0, tfd);
@@ -160,7 +162,8 @@ TEST_F_TIMEOUT(reg, dying_thread_refused, 240)
 		fclose(f);
 		waitpid(bt, &status, 0);
 		unlink(path);
-		SKIP(return, "bpftrace could not attach to umcg_ioctl (status %#x)", status);
+		SKIP(return, "bpftrace could not attach to the ioctl tracepoints (status %#x)",
+		     status);
 	}
 	child = fork();
 	ASSERT_LE(0, child);
