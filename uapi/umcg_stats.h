@@ -24,7 +24,9 @@
  * read.  Fields are only ever added in @reserved space, with a new @version.
  *
  * Counters (the *_total fields, per core and per group) only grow, from 0
- * at umcg_init(); readers take differences over their own interval.
+ * at umcg_init(); readers take differences over their own interval.  The
+ * per-core ones are written by whichever thread acts on that core, the
+ * group ones by any thread.
  * Everything else is a snapshot: the process's stats thread refreshes it
  * when a reader asks, by incrementing @req_seq and FUTEX_WAKE on it (a
  * shared futex: the area is a file), and stores the request it served in
@@ -43,7 +45,7 @@
 
 /* "umcgstat" in memory, little-endian. */
 #define UMCG_STATS_MAGIC	0x7461747367636d75ULL
-#define UMCG_STATS_VERSION	1
+#define UMCG_STATS_VERSION	2
 
 /* shm_open() name of process @pid's area ("/umcg.%d"). */
 #define UMCG_STATS_SHM_FMT	"/umcg.%d"
@@ -108,7 +110,12 @@
  * @pad0:         zero
  * @spawned_total ... @policy_errors_total: group counters, as struct
  *                umcg_stats in <umcg.h> (@refused_total: threads that could
- *                not be made workers; @live: workers not yet done, a level)
+ *                not be made workers; @live: workers not yet done, a level).
+ *                Since version 2, @blocks_total, @preempts_total,
+ *                @steals_total and @handoffs_total are counted per core
+ *                (struct umcg_stats_core), so that no cache line is shared
+ *                by the cores on every block; here they are the cores'
+ *                sums as of @snap_ns, part of the snapshot
  * @req_seq:      a reader's request for a snapshot (increment, then
  *                FUTEX_WAKE, shared)
  * @snap_seq:     the request the snapshot below answers
@@ -165,6 +172,13 @@ struct umcg_stats_header {
  * @cpu:            the CPU it runs on
  * @cur_tid:        snapshot: tid of the worker that owns it, 0 for none
  * @cur_name:       snapshot: that worker's name, NUL-padded
+ * @blocks_total:   workers that left this core blocked in the kernel
+ *                  (version 2)
+ * @preempts_total: workers this core's time slice preempted (version 2)
+ * @steals_total:   runnable workers this core took from another core's
+ *                  queue (version 2)
+ * @handoffs_total: blocks on this core whose core the kernel gave straight
+ *                  to the worker staged next (version 2)
  * @reserved:       zero
  */
 struct umcg_stats_core {
@@ -178,7 +192,12 @@ struct umcg_stats_core {
 	__u32	cpu;
 	__u32	cur_tid;
 	char	cur_name[16];
-	__u64	reserved[25];
+	/* 312: counters again (version 2) */
+	__u64	blocks_total;
+	__u64	preempts_total;
+	__u64	steals_total;
+	__u64	handoffs_total;
+	__u64	reserved[21];
 };
 #define UMCG_STATS_CORE_SIZE	512
 
@@ -195,5 +214,7 @@ __UMCG_STATIC_ASSERT(__builtin_offsetof(struct umcg_stats_header, req_seq) == 16
 		     "snapshot at 168");
 __UMCG_STATIC_ASSERT(__builtin_offsetof(struct umcg_stats_core, cpu) == 288,
 		     "core snapshot at 288");
+__UMCG_STATIC_ASSERT(__builtin_offsetof(struct umcg_stats_core, blocks_total) == 312,
+		     "core event counters at 312");
 
 #endif /* _UAPI_UMCG_STATS_H */

@@ -39,16 +39,7 @@ int umcg_stats(struct umcg_stats *st)
 	st->live = atomic_load_explicit(&g->stats->live, memory_order_acquire);
 	st->spawned = atomic_load(&g->stats->spawned);
 	st->exited = atomic_load(&g->stats->exited);
-	st->switches = st->yields = st->parks = 0;
-	for (unsigned int i = 0; i < g->nr_cores; i++) {
-		st->switches += atomic_load(&g->cores[i].stats->switches);
-		st->yields += atomic_load(&g->cores[i].stats->yields);
-		st->parks += atomic_load(&g->cores[i].stats->parks);
-	}
-	st->blocks = atomic_load(&g->stats->blocks);
-	st->preempts = atomic_load(&g->stats->preempts);
-	st->steals = atomic_load(&g->stats->steals);
-	st->handoffs = atomic_load(&g->stats->handoffs);
+	umcg_stats_core_sums(g, st);
 	return 0;
 }
 

@@ -65,6 +65,7 @@ struct umcg_group;
  */
 struct umcg_group_counters {
 	_Atomic uint64_t spawned, exited;
+	/* blocks, preempts, steals, handoffs: the cores' sums, per snapshot. */
 	_Atomic uint64_t blocks, preempts, steals, live, handoffs;
 	/* Threads umcg_attach() or umcg_spawn() could not make workers. */
 	_Atomic uint64_t refused;
@@ -77,6 +78,13 @@ struct umcg_core_counters {
 	/* When the core lost its owner, 0 once sampled (stats.c). */
 	_Atomic uint64_t vacated_ns;
 	_Atomic uint64_t hist[UMCG_STATS_HIST_BUCKETS];
+	/* hist_pad and the core's snapshot, which stats.c writes itself. */
+	uint8_t snapshot[32];
+	/*
+	 * The group's block, preemption, steal and hand-off counts, kept
+	 * per core; the header's are their sums at each snapshot.
+	 */
+	_Atomic uint64_t blocks, preempts, steals, handoffs;
 };
 
 #define UMCG_COUNTER_AT(type, field, uapi, ufield)				\
@@ -101,6 +109,11 @@ UMCG_COUNTER_AT(umcg_core_counters, yields, umcg_stats_core, yields_total);
 UMCG_COUNTER_AT(umcg_core_counters, parks, umcg_stats_core, parks_total);
 UMCG_COUNTER_AT(umcg_core_counters, vacated_ns, umcg_stats_core, vacated_ns);
 UMCG_COUNTER_AT(umcg_core_counters, hist, umcg_stats_core, hist);
+UMCG_COUNTER_AT(umcg_core_counters, snapshot, umcg_stats_core, hist_pad);
+UMCG_COUNTER_AT(umcg_core_counters, blocks, umcg_stats_core, blocks_total);
+UMCG_COUNTER_AT(umcg_core_counters, preempts, umcg_stats_core, preempts_total);
+UMCG_COUNTER_AT(umcg_core_counters, steals, umcg_stats_core, steals_total);
+UMCG_COUNTER_AT(umcg_core_counters, handoffs, umcg_stats_core, handoffs_total);
 
 struct umcg_thread {
 	/* Storage of the state word for backends that do not map their own. */
@@ -433,6 +446,8 @@ int umcg_stats_area_create(struct umcg_group *g, const char *backend, const char
 int umcg_stats_area_start(struct umcg_group *g);
 void umcg_stats_area_unpublish(struct umcg_group *g);
 void umcg_stats_area_destroy(struct umcg_group *g);
+/* The per-core counters of @g summed into *@st (switches .. handoffs). */
+void umcg_stats_core_sums(struct umcg_group *g, struct umcg_stats *st);
 /* One more of libumcg's own threads runs (umcg_own_thread_create()). */
 void umcg_stats_own_thread(struct umcg_group *g);
 /* Are hand-off latencies sampled (a reader asked: see stats.c)? */

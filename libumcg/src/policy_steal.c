@@ -37,8 +37,9 @@ static umcg_thread_t *steal_pick(void *priv, int core)
 
 	for (unsigned int i = 1; !t && i < set->nr; i++) {
 		t = umcg_rq_pop(set, core + i);
-		if (t && (g = atomic_load(&umcg_group)))
-			atomic_fetch_add_explicit(&g->stats->steals, 1, memory_order_relaxed);
+		if (t && (g = atomic_load(&umcg_group)) && (unsigned int)core < g->nr_cores)
+			atomic_fetch_add_explicit(&g->cores[core].stats->steals, 1,
+						  memory_order_relaxed);
 	}
 	return t;
 }

@@ -98,19 +98,19 @@ uint64_t umcg_now_ns(void)
  * tracer's workload waiting for the block) sees the probe's event already
  * written.
  */
-static inline void umcg_count_block(struct umcg_group *g, struct umcg_thread *t, int cpu)
+static inline void umcg_count_block(struct umcg_core *c, struct umcg_thread *t)
 {
-	umcg_probe(block, t->tid, cpu);
+	umcg_probe(block, t->tid, c->cpu);
 	atomic_fetch_add_explicit(&t->nr_blocks, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats->blocks, 1, memory_order_release);
+	atomic_fetch_add_explicit(&c->stats->blocks, 1, memory_order_release);
 }
 
-/* @t left the core on @cpu at the end of its time slice: as above. */
-static inline void umcg_count_preempt(struct umcg_group *g, struct umcg_thread *t, int cpu)
+/* @t left core @c at the end of its time slice: as above. */
+static inline void umcg_count_preempt(struct umcg_core *c, struct umcg_thread *t)
 {
-	umcg_probe(preempt, t->tid, cpu);
+	umcg_probe(preempt, t->tid, c->cpu);
 	atomic_fetch_add_explicit(&t->nr_preempts, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats->preempts, 1, memory_order_release);
+	atomic_fetch_add_explicit(&c->stats->preempts, 1, memory_order_release);
 }
 
 /* The CPU of core @idx of @g, for the probes; -1 for no core. */
@@ -577,7 +577,7 @@ void umcg_core_sync_locked(struct umcg_core *c)
 	umcg_core_slice_start(c);
 	atomic_fetch_add_explicit(&t->nr_switches, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->stats->switches, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&g->stats->handoffs, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->stats->handoffs, 1, memory_order_relaxed);
 	umcg_stats_filled(c);
 	umcg_set_state_time(t);
 	umcg_probe(handoff, t->tid, c->cpu);
@@ -951,7 +951,6 @@ static void umcg_back_to_running(struct umcg_thread *self, struct umcg_core *c,
 
 int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 {
-	struct umcg_group *g = self->group;
 	struct umcg_core *c;
 	struct umcg_thread *next;
 
@@ -963,7 +962,7 @@ int umcg_sched_yield(struct umcg_thread *self, unsigned int why)
 		return 0;
 	}
 	if (why & UMCG_ENQ_PREEMPT) {
-		umcg_count_preempt(g, self, c->cpu);
+		umcg_count_preempt(c, self);
 	} else {
 		atomic_fetch_add_explicit(&c->stats->yields, 1, memory_order_relaxed);
 	}
@@ -1031,14 +1030,13 @@ int umcg_sched_park(struct umcg_thread *self, uint64_t abs_ns)
  */
 int umcg_sched_block(struct umcg_thread *self)
 {
-	struct umcg_group *g = self->group;
 	struct umcg_core *c;
 	int ret;
 
 	ret = umcg_leave_running(self, UMCG_TASK_BLOCKED, false, &c);
 	if (ret)
 		return ret;
-	umcg_count_block(g, self, c->cpu);
+	umcg_count_block(c, self);
 	umcg_core_give(c, self);
 	return 0;
 }
@@ -1194,7 +1192,6 @@ static bool umcg_take_core_locked(struct umcg_core *c, struct umcg_thread *t,
 				  bool (*asleep)(struct umcg_thread *t, void *arg),
 				  void *arg, bool preempted)
 {
-	struct umcg_group *g = c->group;
 	uint32_t s, blocked;
 
 	if (c->current != t)
@@ -1224,9 +1221,9 @@ static bool umcg_take_core_locked(struct umcg_core *c, struct umcg_thread *t,
 	umcg_stats_vacated(c, preempted ? 0 : __atomic_load_n(&t->ut->blocked_ns, __ATOMIC_RELAXED));
 	umcg_set_state_time(t);
 	if (preempted) {
-		umcg_count_preempt(g, t, c->cpu);
+		umcg_count_preempt(c, t);
 	} else {
-		umcg_count_block(g, t, c->cpu);
+		umcg_count_block(c, t);
 	}
 	umcg_ref_put(t);
 	umcg_server_kick(c);
@@ -1370,13 +1367,13 @@ static void umcg_kernel_moved(struct umcg_group *g, struct umcg_thread *t)
 
 	want &= ~k;
 	if ((want & UMCG_KMOVE_RELEASED) && blocked) {
-		umcg_count_block(g, t, tc->cpu);
+		umcg_count_block(tc, t);
 	}
 	if (freed)
 		umcg_server_kick(tc);
 	if (want & UMCG_KMOVE_QUEUED) {
 		if (!blocked) {
-			umcg_count_preempt(g, t, tc->cpu);
+			umcg_count_preempt(tc, t);
 		}
 		umcg_make_runnable(t, idx, blocked ? UMCG_ENQ_WAKEUP : UMCG_ENQ_PREEMPT);
 	} else if (want & UMCG_KMOVE_EXITED) {

@@ -219,6 +219,7 @@ static long umcg_stats_futex(_Atomic uint32_t *word, int op, uint32_t val)
 static void umcg_stats_snapshot(struct umcg_group *g, struct umcg_stats_header *h)
 {
 	uint32_t count[UMCG_STATS_NR_ST] = { 0 }, workers = 0;
+	struct umcg_stats sums;
 	struct umcg_thread **owner = g->stats_area->owners;
 	struct cds_list_head *pos;
 
@@ -278,7 +279,29 @@ static void umcg_stats_snapshot(struct umcg_group *g, struct umcg_stats_header *
 	pthread_mutex_unlock(&g->threads_lock);
 	memcpy(h->state, count, sizeof(h->state));
 	h->workers = workers;
+	umcg_stats_core_sums(g, &sums);
+	atomic_store_explicit(&g->stats->blocks, sums.blocks, memory_order_relaxed);
+	atomic_store_explicit(&g->stats->preempts, sums.preempts, memory_order_relaxed);
+	atomic_store_explicit(&g->stats->steals, sums.steals, memory_order_relaxed);
+	atomic_store_explicit(&g->stats->handoffs, sums.handoffs, memory_order_relaxed);
 	h->snap_ns = umcg_now_ns();
+}
+
+void umcg_stats_core_sums(struct umcg_group *g, struct umcg_stats *st)
+{
+	st->switches = st->yields = st->parks = 0;
+	st->blocks = st->preempts = st->steals = st->handoffs = 0;
+	for (unsigned int i = 0; i < g->nr_cores; i++) {
+		struct umcg_core_counters *cs = g->cores[i].stats;
+
+		st->switches += atomic_load_explicit(&cs->switches, memory_order_relaxed);
+		st->yields += atomic_load_explicit(&cs->yields, memory_order_relaxed);
+		st->parks += atomic_load_explicit(&cs->parks, memory_order_relaxed);
+		st->blocks += atomic_load_explicit(&cs->blocks, memory_order_acquire);
+		st->preempts += atomic_load_explicit(&cs->preempts, memory_order_acquire);
+		st->steals += atomic_load_explicit(&cs->steals, memory_order_relaxed);
+		st->handoffs += atomic_load_explicit(&cs->handoffs, memory_order_relaxed);
+	}
 }
 
 static void *umcg_stats_main(void *arg)

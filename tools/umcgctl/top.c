@@ -514,6 +514,10 @@ static void view_of(const struct top_proc *p, const struct top_proc *prev, struc
 			v->switches += rate(c->switches_total, pc->switches_total, v->dt);
 			v->yields += rate(c->yields_total, pc->yields_total, v->dt);
 			v->parks += rate(c->parks_total, pc->parks_total, v->dt);
+			v->blocks += rate(c->blocks_total, pc->blocks_total, v->dt);
+			v->preempts += rate(c->preempts_total, pc->preempts_total, v->dt);
+			v->steals += rate(c->steals_total, pc->steals_total, v->dt);
+			v->handoffs += rate(c->handoffs_total, pc->handoffs_total, v->dt);
 		}
 		for (unsigned int b = 0; b < UMCG_STATS_HIST_BUCKETS; b++) {
 			uint64_t d = c->hist[b] - (pc && c->hist[b] >= pc->hist[b] ? pc->hist[b] : 0);
@@ -521,12 +525,6 @@ static void view_of(const struct top_proc *p, const struct top_proc *prev, struc
 			hist[b] += d;
 			v->lat_n += d;
 		}
-	}
-	if (ph) {
-		v->blocks = rate(h->blocks_total, ph->blocks_total, v->dt);
-		v->preempts = rate(h->preempts_total, ph->preempts_total, v->dt);
-		v->steals = rate(h->steals_total, ph->steals_total, v->dt);
-		v->handoffs = rate(h->handoffs_total, ph->handoffs_total, v->dt);
 	}
 	if (v->lat_n) {
 		v->p50 = hist_quantile(hist, v->lat_n, 0.50);
@@ -624,6 +622,7 @@ static void json_str(FILE *f, const char *s)
 static void print_json(FILE *f, const struct top_proc *p, const struct top_view *v)
 {
 	const struct umcg_stats_header *h = v->h;
+	uint64_t blocks = 0, preempts = 0, steals = 0, handoffs = 0;
 	char backend[17], policy[17], name[17];
 
 	field_str(backend, sizeof(backend), h->backend, sizeof(h->backend));
@@ -650,12 +649,21 @@ static void print_json(FILE *f, const struct top_proc *p, const struct top_view 
 			v->preempts, v->steals, v->handoffs);
 	else
 		fprintf(f, ",\"interval_s\":0,\"rates\":null");
+	/* The cores' own counters, not the header's sums of the last snapshot. */
+	for (unsigned int i = 0; i < h->nr_cores; i++) {
+		const struct umcg_stats_core *c = core_of(p, i);
+
+		blocks += c->blocks_total;
+		preempts += c->preempts_total;
+		steals += c->steals_total;
+		handoffs += c->handoffs_total;
+	}
 	fprintf(f, ",\"totals\":{\"spawned\":%llu,\"exited\":%llu,\"blocks\":%llu,"
 		"\"preempts\":%llu,\"steals\":%llu,\"handoffs\":%llu,\"refused\":%llu,"
 		"\"policy_errors\":%llu}",
 		(unsigned long long)h->spawned_total, (unsigned long long)h->exited_total,
-		(unsigned long long)h->blocks_total, (unsigned long long)h->preempts_total,
-		(unsigned long long)h->steals_total, (unsigned long long)h->handoffs_total,
+		(unsigned long long)blocks, (unsigned long long)preempts,
+		(unsigned long long)steals, (unsigned long long)handoffs,
 		(unsigned long long)h->refused_total, (unsigned long long)h->policy_errors_total);
 	fprintf(f, ",\"handoff_ns\":{\"samples\":%llu", (unsigned long long)v->lat_n);
 	if (v->lat_n)

@@ -209,7 +209,7 @@ plant() {
 import os, struct, sys
 pid, kind = int(sys.argv[1]), sys.argv[2]
 M = 0x7461747367636d75
-def hdr(magic=M, version=1, hsize=448, csize=512, cores=1, size=None):
+def hdr(magic=M, version=2, hsize=448, csize=512, cores=1, size=None):
     size = 448 + cores * 512 if size is None else size
     h = struct.pack("<QIIIIQII", magic, version, hsize, csize, cores, size, pid, 1)
     return h + bytes(448 - len(h)) + bytes(cores * 512)
